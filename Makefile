@@ -1,0 +1,40 @@
+# ensclust developer commands. Every target sets up the virtual environment first (make install).
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+# Data directory with the papers' .mat files (only needed by the paper configs and data tests).
+ENSCLUST_DATA ?= $(abspath ../shared/datasets)
+export ENSCLUST_DATA
+
+.PHONY: install demo test test-all bench reproduce-all lint clean
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+demo: install
+	$(BIN)/ensclust run configs/demo.yaml
+
+test: install
+	$(BIN)/pytest
+
+test-all: install
+	$(BIN)/pytest -m ""
+
+bench: install
+	$(BIN)/ensclust bench --out results/bench
+
+reproduce-all: install
+	@for cfg in configs/paper/*.yaml; do \
+		echo "== $$cfg"; $(BIN)/ensclust run $$cfg --quiet || exit $$?; \
+	done
+
+lint: install
+	$(BIN)/ruff check ensclust tests
+
+clean:
+	rm -rf $(VENV) results/cache .pytest_cache

@@ -1,0 +1,35 @@
+"""``ensclust methods``: list registered methods with their parameters and defaults."""
+
+from __future__ import annotations
+
+import click
+
+from ensclust.methods import get_method_class, list_methods
+
+
+@click.command("methods")
+@click.argument("names", nargs=-1)
+def methods_command(names):
+    """List consensus methods, their parameters, defaults and sources.
+
+    \b
+    Examples:
+      ensclust methods
+      ensclust methods lwea eccms
+    """
+    classes = [get_method_class(n) for n in names] if names else list(list_methods().values())
+    for cls in classes:
+        flags = []
+        if cls.needs_features:
+            flags.append("needs features")
+        if cls.randomized:
+            flags.append("randomised")
+        extra = f"  [{', '.join(flags)}]" if flags else ""
+        click.echo(f"{cls.name}: {cls.summary or (cls.__doc__ or '').strip().splitlines()[0]}{extra}")
+        for pname, p in cls.params.items():
+            src = f"  (source: {p.source})" if p.source else ""
+            click.echo(f"    {pname}: {p.describe()}{(' - ' + p.doc) if p.doc else ''}{src}")
+
+
+def add_commands(cli):
+    cli.add_command(methods_command)

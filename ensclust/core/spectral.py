@@ -1,0 +1,135 @@
+"""Spectral building blocks: normalised embedding, discretisation, and bipartite (Tcut-style) embedding.
+
+* :func:`spectral_embedding`  top-k eigenvectors of D^-1/2 W D^-1/2 (Ng-Jordan-Weiss), rows unit-normalised.
+* :func:`discretize`          Yu & Shi (2003) multiclass spectral discretisation of an embedding.
+* :func:`spectral_clustering` embedding + k-means (NJW) or discretisation.
+* :func:`bipartite_embedding` object rows of the Ncut embedding of the object-cluster bipartite graph,
+  obtained from an SVD of the normalised n x K biadjacency (never an (n+K)^2 matrix).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import sparse
+from scipy.sparse.linalg import eigsh, svds
+from sklearn.cluster import KMeans
+
+from ensclust.core.labels import relabel
+from ensclust.rng import check_random_state, int_seed
+
+_DENSE_LIMIT = 2500  # below this, a dense eigendecomposition is faster and more robust than ARPACK
+
+
+def _inv_sqrt(deg: np.ndarray) -> np.ndarray:
+    deg = np.asarray(deg, dtype=np.float64).ravel()
+    out = np.zeros_like(deg)
+    pos = deg > 0
+    out[pos] = 1.0 / np.sqrt(deg[pos])
+    return out
+
+
+def normalized_affinity(W):
+    """D^-1/2 W D^-1/2 (zero rows stay zero), dense or sparse like the input."""
+    d = _inv_sqrt(np.asarray(W.sum(axis=1)).ravel())
+    if sparse.issparse(W):
+        Dm = sparse.diags(d)
+        return (Dm @ W @ Dm).tocsr()
+    return (W * d[:, None]) * d[None, :]
+
+
+def _top_eigvecs(M, k: int, rng: np.random.Generator) -> np.ndarray:
+    n = M.shape[0]
+    if n <= _DENSE_LIMIT or k >= n - 1:
+        dense = M.toarray() if sparse.issparse(M) else np.asarray(M)
+        vals, vecs = np.linalg.eigh((dense + dense.T) / 2.0)
+        return vecs[:, ::-1][:, :k]
+    v0 = rng.standard_normal(n)
+    vals, vecs = eigsh(M, k=k, which="LA", v0=v0)
+    order = np.argsort(vals)[::-1]
+    return vecs[:, order]
+
+
+def _row_normalize(V: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(V, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return V / norms
+
+
+def spectral_embedding(W, n_components: int, *, random_state=None, normalize_rows: bool = True) -> np.ndarray:
+    """Top ``n_components`` eigenvectors of the normalised affinity (NJW), rows unit length by default."""
+    rng = check_random_state(random_state)
+    V = _top_eigvecs(normalized_affinity(W), n_components, rng)
+    # Fix the sign so results do not depend on the eigensolver's sign choice.
+    signs = np.sign(V[np.argmax(np.abs(V), axis=0), np.arange(V.shape[1])])
+    signs[signs == 0] = 1.0
+    V = V * signs
+    return _row_normalize(V) if normalize_rows else V
+
+
+def discretize(V: np.ndarray, *, random_state=None, max_iter: int = 30) -> np.ndarray:
+    """Yu & Shi multiclass spectral discretisation of an n x k embedding; returns labels."""
+    rng = check_random_state(random_state)
+    n, k = V.shape
+    V = _row_normalize(V)
+    R = np.zeros((k, k))
+    R[:, 0] = V[rng.integers(n)]
+    c = np.zeros(n)
+    for j in range(1, k):
+        c += np.abs(V @ R[:, j - 1])
+        R[:, j] = V[np.argmin(c)]
+    last = 0.0
+    labels = np.zeros(n, dtype=np.int64)
+    for _ in range(max_iter):
+        labels = np.argmax(V @ R, axis=1)
+        X = np.zeros((n, k))
+        X[np.arange(n), labels] = 1.0
+        U, s, Vt = np.linalg.svd(X.T @ V)
+        ncut = 2.0 * (n - s.sum())
+        if abs(ncut - last) < np.finfo(float).eps:
+            break
+        last = ncut
+        R = Vt.T @ U.T
+    return relabel(labels)
+
+
+def kmeans_labels(X, n_clusters: int, *, random_state=None, n_init: int = 10, max_iter: int = 300) -> np.ndarray:
+    """k-means (k-means++ seeding) with a seed drawn from ``random_state``."""
+    rng = check_random_state(random_state)
+    km = KMeans(n_clusters=n_clusters, n_init=n_init, max_iter=max_iter, random_state=int_seed(rng))
+    return km.fit_predict(X).astype(np.int64)
+
+
+def spectral_clustering(W, n_clusters: int, *, random_state=None, assign: str = "kmeans", n_init: int = 10):
+    """Normalised spectral clustering of affinity ``W``: NJW embedding, then k-means or discretisation."""
+    rng = check_random_state(random_state)
+    V = spectral_embedding(W, n_clusters, random_state=rng)
+    if assign == "discretize":
+        return discretize(V, random_state=rng)
+    if assign != "kmeans":
+        raise ValueError(f"assign must be 'kmeans' or 'discretize', got {assign!r}")
+    return kmeans_labels(V, n_clusters, random_state=rng, n_init=n_init)
+
+
+def bipartite_embedding(B, n_components: int, *, random_state=None, normalize_rows: bool = True) -> np.ndarray:
+    """Object-side Ncut embedding of the bipartite graph with n x K biadjacency ``B``.
+
+    The normalised adjacency of [[0, B], [B^T, 0]] has eigenvectors [u; v] / sqrt(2) built from the singular
+    vectors of D1^-1/2 B D2^-1/2, so the object rows are the top left singular vectors.
+    """
+    rng = check_random_state(random_state)
+    B = sparse.csr_matrix(B, dtype=np.float64)
+    d1 = _inv_sqrt(np.asarray(B.sum(axis=1)).ravel())
+    d2 = _inv_sqrt(np.asarray(B.sum(axis=0)).ravel())
+    Bn = sparse.diags(d1) @ B @ sparse.diags(d2)
+    k = n_components
+    if min(Bn.shape) <= _DENSE_LIMIT or k >= min(Bn.shape) - 1:
+        U, s, _ = np.linalg.svd(Bn.toarray(), full_matrices=False)
+        U = U[:, :k]
+    else:
+        v0 = rng.standard_normal(min(Bn.shape))
+        U, s, _ = svds(Bn, k=k, v0=v0)
+        U = U[:, np.argsort(s)[::-1]]
+    signs = np.sign(U[np.argmax(np.abs(U), axis=0), np.arange(U.shape[1])])
+    signs[signs == 0] = 1.0
+    U = U * signs
+    return _row_normalize(U) if normalize_rows else U

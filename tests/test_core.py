@@ -1,0 +1,117 @@
+import numpy as np
+import pytest
+from scipy.cluster.hierarchy import cut_tree, fcluster, linkage
+
+from ensclust.core.coassoc import coassociation
+from ensclust.core.hierarchy import condensed_distance, cut_exactly, hac_labels
+from ensclust.core.labels import check_members, one_hot
+from ensclust.core.spectral import bipartite_embedding, discretize, spectral_clustering, spectral_embedding
+from ensclust.errors import UserError
+from ensclust.testing import planted_ensemble, same_partition
+
+
+def test_coassociation_hand_example():
+    members = check_members(np.array([[0, 0], [0, 0], [1, 0], [1, 1]]))
+    A = coassociation(members, dtype=np.float64)
+    expected = [[1, 1, 0.5, 0], [1, 1, 0.5, 0], [0.5, 0.5, 1, 0.5], [0, 0, 0.5, 1]]
+    np.testing.assert_allclose(A, expected)
+    assert np.allclose(A, A.T) and np.all(np.diag(A) == 1)
+
+
+def test_coassociation_float32_is_multiple_of_one_over_m():
+    members, _ = planted_ensemble(n=50, m=7, random_state=3)
+    A = coassociation(check_members(members))
+    assert A.dtype == np.float32
+    np.testing.assert_allclose(A * 7, np.round(A * 7), atol=1e-5)
+
+
+def test_weighted_coassociation_equal_weights_is_plain():
+    members = check_members(planted_ensemble(n=40, m=5, random_state=1)[0])
+    np.testing.assert_allclose(coassociation(members, weights=np.ones(5)), coassociation(members), atol=1e-6)
+
+
+def test_one_hot_layout():
+    members = check_members(np.array([[5, 1], [7, 1], [5, 0]]))
+    B = one_hot(members).toarray()
+    np.testing.assert_array_equal(B, [[1, 0, 0, 1], [0, 1, 0, 1], [1, 0, 1, 0]])
+
+
+def test_check_members_errors():
+    with pytest.raises(UserError):
+        check_members(np.array([[0.5, 1.0]]))
+    with pytest.raises(UserError):
+        check_members(np.array([[np.nan, 1.0]]))
+    with pytest.raises(UserError):
+        check_members(np.zeros((3, 2), int), n_clusters=4)
+
+
+def test_cut_exactly_gives_k_clusters_where_fcluster_does_not():
+    # Co-association distances tie: fcluster by height returns fewer clusters than asked.
+    members = np.array([[0, 0, 0], [0, 0, 0], [0, 0, 1], [1, 1, 1], [1, 1, 1], [1, 2, 2],
+                        [2, 2, 2], [2, 2, 2], [2, 1, 2], [3, 3, 3], [3, 3, 3], [3, 3, 0]])
+    A = coassociation(check_members(members), dtype=np.float64)
+    Z = linkage(condensed_distance(A), "average")
+    for k in range(1, 13):
+        ours = cut_exactly(Z, k)
+        assert len(np.unique(ours)) == k
+        assert same_partition(ours, _replay_merges(Z, k))
+    assert any(len(np.unique(fcluster(Z, k, "maxclust"))) < k for k in range(2, 12))
+
+
+def _replay_merges(Z, k):
+    """Reference: apply the first n-k merges of Z literally, with Python sets."""
+    n = Z.shape[0] + 1
+    nodes = {i: {i} for i in range(n)}
+    for i in range(n - k):
+        nodes[n + i] = nodes.pop(int(Z[i, 0])) | nodes.pop(int(Z[i, 1]))
+    labels = np.empty(n, int)
+    for lab, members in enumerate(nodes.values()):
+        labels[list(members)] = lab
+    return labels
+
+
+def test_scipy_cut_tree_is_wrong_on_tied_linkage():
+    # The baselines spec recommends cut_tree; on this tied average-linkage tree cut_tree(k=6) joins {5,6,7}
+    # although the first 6 merges never join 5 with {6,7} (that is merge 7). cut_exactly follows the merges.
+    members = np.array([[0, 0, 0], [0, 0, 0], [0, 0, 1], [1, 1, 1], [1, 1, 1], [1, 2, 2],
+                        [2, 2, 2], [2, 2, 2], [2, 1, 2], [3, 3, 3], [3, 3, 3], [3, 3, 0]])
+    Z = linkage(condensed_distance(coassociation(check_members(members), dtype=np.float64)), "average")
+    assert same_partition(cut_exactly(Z, 6), _replay_merges(Z, 6))
+    assert not same_partition(cut_tree(Z, n_clusters=6).ravel(), _replay_merges(Z, 6))
+
+
+def test_condensed_matches_dense_squareform():
+    from scipy.spatial.distance import squareform
+
+    members = check_members(planted_ensemble(n=60, m=6, random_state=2)[0])
+    A = coassociation(members, dtype=np.float64)
+    D = 1 - A
+    np.fill_diagonal(D, 0)
+    np.testing.assert_array_equal(condensed_distance(A, block=7), squareform(D, checks=False))
+
+
+def test_hac_tie_regression_coassociation_md_O3():
+    # specs/baselines/coassociation.md O3: the tie at 0.5 is broken by SciPy's NN-chain order;
+    # pinned here so a change in the tie rule is noticed.
+    members = np.array([[0, 0], [0, 0], [1, 0], [1, 1]])
+    A = coassociation(check_members(members), dtype=np.float64)
+    assert hac_labels(A, 2, linkage="average").tolist() == [0, 0, 0, 1]
+
+
+def test_spectral_recovers_blocks():
+    members, y = planted_ensemble(n=90, c=3, m=15, noise_fraction=0.2, random_state=0)
+    A = coassociation(check_members(members), dtype=np.float64)
+    for assign in ("kmeans", "discretize"):
+        assert same_partition(spectral_clustering(A, 3, random_state=0, assign=assign), y)
+    V = spectral_embedding(A, 3, random_state=0)
+    assert V.shape == (90, 3)
+    assert same_partition(discretize(V, random_state=1), y)
+
+
+def test_bipartite_embedding_separates_planted_clusters():
+    from ensclust.core.spectral import kmeans_labels
+
+    members, y = planted_ensemble(n=90, c=3, m=15, noise_fraction=0.2, random_state=4)
+    B = one_hot(check_members(members))
+    U = bipartite_embedding(B, 3, random_state=0)
+    assert same_partition(kmeans_labels(U, 3, random_state=0), y)
