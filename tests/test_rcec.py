@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 
 from ensclust.core.labels import check_members, one_hot
+from ensclust.core.spectral import ncut_linear_kernel
 from ensclust.methods import get_method
-from ensclust.methods.rcec import ncut_linear_kernel, rcec_gradient, rcec_objective, rcec_update
+from ensclust.methods.rcec import rcec_gradient, rcec_objective, rcec_update
 from ensclust.testing import check_method_properties, planted_ensemble, same_partition
 
 

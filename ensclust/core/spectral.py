@@ -3,6 +3,8 @@
 * :func:`spectral_embedding`  top-k eigenvectors of D^-1/2 W D^-1/2 (Ng-Jordan-Weiss), rows unit-normalised.
 * :func:`discretize`          Yu & Shi (2003) multiclass spectral discretisation of an embedding.
 * :func:`spectral_clustering` embedding + k-means (NJW) or discretisation.
+* :func:`ncut_linear_kernel`  Ncut of the linear kernel X X^T of a non-negative n x K matrix (RCEC, or the
+  co-association B B^T of a few partitions) from a thin SVD, never forming the n x n kernel.
 * :func:`bipartite_embedding` object rows of the Ncut embedding of the object-cluster bipartite graph,
   obtained from an SVD of the normalised n x K biadjacency (never an (n+K)^2 matrix).
 """
@@ -133,3 +135,51 @@ def bipartite_embedding(B, n_components: int, *, random_state=None, normalize_ro
     signs[signs == 0] = 1.0
     U = U * signs
     return _row_normalize(U) if normalize_rows else U
+
+
+def ncut_linear_kernel(X: np.ndarray, n_clusters: int, rng, assign: str = "discretize") -> tuple[np.ndarray, int]:
+    """Normalised cut of the kernel X X^T without forming it (specs/rcec.md 3.5).
+
+    deg = X (X^T 1); the top-c left singular vectors of diag(deg^-1/2) X are the top eigenvectors of
+    D^-1/2 X X^T D^-1/2. Rows with zero degree (all their base clusters removed by beta, specs/rcec.md R19) get the
+    label of the nearest cluster centre in the embedding; their count is returned.
+    """
+    X = X.toarray() if sparse.issparse(X) else np.asarray(X, dtype=np.float64)
+    deg = X @ X.sum(axis=0)
+    zero_rows = deg <= 1e-12
+    Z = X / np.sqrt(np.maximum(deg, 1e-12))[:, None]
+    Z[zero_rows] = 0.0
+    k = n_clusters
+    if min(Z.shape) <= 2000 or k >= min(Z.shape) - 1:
+        U, _, _ = np.linalg.svd(Z, full_matrices=False)
+        U = U[:, :k]
+    else:
+        U, s, _ = svds(Z, k=k, v0=rng.standard_normal(min(Z.shape)))
+        U = U[:, np.argsort(s)[::-1]]
+    live = ~zero_rows
+    labels = np.zeros(X.shape[0], dtype=np.int64)
+    if assign == "discretize":
+        labels[live] = discretize(U[live], random_state=rng)
+    else:
+        Un = U[live] / np.maximum(np.linalg.norm(U[live], axis=1, keepdims=True), 1e-12)
+        labels[live] = kmeans_labels(Un, k, random_state=rng, n_init=10)
+    if zero_rows.any():
+        centres = np.vstack([U[live][labels[live] == j].mean(axis=0) for j in np.unique(labels[live])])
+        dists = ((U[zero_rows][:, None, :] - centres[None]) ** 2).sum(axis=2)
+        labels[zero_rows] = np.unique(labels[live])[np.argmin(dists, axis=1)]
+    return labels, int(zero_rows.sum())
+
+
+def consensus_of_runs(runs: list[np.ndarray], n_clusters: int, rng) -> np.ndarray:
+    """Combine several output partitions by Ncut on their co-association matrix (specs/rcec.md R12).
+
+    The co-association of the runs is B B^T / r for their one-hot matrix B, so its Ncut is
+    :func:`ncut_linear_kernel` on B (no n x n matrix).
+    """
+    from ensclust.core.labels import check_members, one_hot
+
+    if len(runs) == 1:
+        return relabel(runs[0])
+    B = one_hot(check_members(np.column_stack(runs)))
+    labels, _ = ncut_linear_kernel(B, n_clusters, rng)
+    return labels

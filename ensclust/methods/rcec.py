@@ -21,10 +21,9 @@ correct rule; ``l21_weight="squared"`` reproduces the printed one for comparison
 from __future__ import annotations
 
 import numpy as np
-from scipy.sparse.linalg import svds
 
 from ensclust.core.labels import one_hot
-from ensclust.core.spectral import discretize, kmeans_labels
+from ensclust.core.spectral import ncut_linear_kernel
 from ensclust.methods import register
 from ensclust.methods.base import ConsensusMethod, Param
 
@@ -57,38 +56,6 @@ def rcec_update(L, X, lam, gamma, beta, *, varsigma=1e-10, squared=False):
     numer = 2.0 * L + lam * (X @ H_neg)
     denom = 2.0 * X + beta * X * D[None, :] + lam * (X @ H_pos)
     return X * np.sqrt(numer / np.maximum(denom, _TINY))
-
-
-def ncut_linear_kernel(X: np.ndarray, n_clusters: int, rng, assign: str = "discretize") -> tuple[np.ndarray, int]:
-    """Normalised cut of the kernel X X^T without forming it (spec 3.5).
-
-    deg = X (X^T 1); the top-c left singular vectors of diag(deg^-1/2) X are the top eigenvectors of
-    D^-1/2 X X^T D^-1/2. Rows with zero degree (all their base clusters removed by beta, spec R19) get the
-    label of the nearest cluster centre in the embedding; their count is returned.
-    """
-    deg = X @ X.sum(axis=0)
-    zero_rows = deg <= 1e-12
-    Z = X / np.sqrt(np.maximum(deg, 1e-12))[:, None]
-    Z[zero_rows] = 0.0
-    k = n_clusters
-    if min(Z.shape) <= 2000 or k >= min(Z.shape) - 1:
-        U, _, _ = np.linalg.svd(Z, full_matrices=False)
-        U = U[:, :k]
-    else:
-        U, s, _ = svds(Z, k=k, v0=rng.standard_normal(min(Z.shape)))
-        U = U[:, np.argsort(s)[::-1]]
-    live = ~zero_rows
-    labels = np.zeros(X.shape[0], dtype=np.int64)
-    if assign == "discretize":
-        labels[live] = discretize(U[live], random_state=rng)
-    else:
-        Un = U[live] / np.maximum(np.linalg.norm(U[live], axis=1, keepdims=True), 1e-12)
-        labels[live] = kmeans_labels(Un, k, random_state=rng, n_init=10)
-    if zero_rows.any():
-        centres = np.vstack([U[live][labels[live] == j].mean(axis=0) for j in np.unique(labels[live])])
-        dists = ((U[zero_rows][:, None, :] - centres[None]) ** 2).sum(axis=2)
-        labels[zero_rows] = np.unique(labels[live])[np.argmin(dists, axis=1)]
-    return labels, int(zero_rows.sum())
 
 
 @register
