@@ -1,0 +1,193 @@
+"""The few smallest eigenpairs of SPCE's Laplacian L = D - S, obtained from its connected components.
+
+Theorem 1 of the SPCE paper: for S >= 0 the multiplicity of the eigenvalue 0 of L equals the number k of
+connected components of the graph S != 0, and L is block diagonal over the components. So instead of the
+authors' dense eigendecomposition of the whole n x n matrix (O(n^3), [CODE] ``eig1(L, c, 0)``):
+
+* the null space is spanned by the normalised component indicators (eigenvalue exactly 0, no tolerance), and
+* the remaining eigenpairs needed for Y (eq. 18) and for the rank test are the smallest *nonzero*
+  eigenpairs of the component blocks: dense ``eigh`` for small blocks, LOBPCG (warm-started from the
+  previous Y, deflated against the constant vector) for large ones.
+
+Only ``||y_p - y_q||^2`` enters the S-update (eq. 16), and it depends only on the projector Y Y^T, so Y is
+kept in a structured form (:class:`Embedding`): indicator part + a few extra eigenvectors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg
+from scipy import sparse
+from scipy.sparse.csgraph import connected_components
+from scipy.sparse.linalg import lobpcg
+
+from ensclust.errors import UserError
+
+
+@dataclass
+class Embedding:
+    """Y (n x c, Y^T Y = I) stored as indicator part + extra eigenvectors.
+
+    y_p = [indicator of comp_p] / sqrt(size)   (only for the chosen components; ``weight_p`` = 1/size or 0)
+          + extra[p, :]                         (eigenvectors of nonzero eigenvalues, orthogonal to the first)
+    """
+
+    comp: np.ndarray
+    weight: np.ndarray
+    extra: np.ndarray
+
+    def sqdist(self, rows: np.ndarray, cols: np.ndarray, block_entries: int = 8_000_000) -> np.ndarray:
+        """||y_p - y_q||^2 for the pairs (rows[t], cols[t]); ``rows`` must be non-decreasing."""
+        w = self.weight
+        same = self.comp[rows] == self.comp[cols]
+        out = w[rows] + w[cols]
+        out -= 2.0 * np.where(same, w[rows], 0.0)
+        V = self.extra
+        r = V.shape[1]
+        if r == 0 or rows.shape[0] == 0:
+            return np.maximum(out, 0.0, out=out)
+        if r <= 4:
+            for j in range(r):
+                d = V[rows, j] - V[cols, j]
+                out += d * d
+            return np.maximum(out, 0.0, out=out)
+        # Gram trick by row blocks: ||a-b||^2 = |a|^2 + |b|^2 - 2 a.b with a.b from one BLAS product per block.
+        n = V.shape[0]
+        sq = np.einsum("ij,ij->i", V, V)
+        out += sq[rows] + sq[cols]
+        step = max(1, block_entries // max(n, 1))
+        bounds = np.searchsorted(rows, np.arange(0, n + step, step))
+        VT = np.ascontiguousarray(V.T)
+        for b, start in enumerate(range(0, n, step)):
+            lo, hi = bounds[b], bounds[b + 1]
+            if lo == hi:
+                continue
+            K = V[start:start + step] @ VT
+            out[lo:hi] -= 2.0 * K[rows[lo:hi] - start, cols[lo:hi]]
+        return np.maximum(out, 0.0, out=out)
+
+
+@dataclass
+class Spectrum:
+    """Result of :func:`smallest_eigenpairs`."""
+
+    embedding: Embedding
+    n_components: int
+    values: np.ndarray | None  # the c+1 smallest eigenvalues (None when not computed)
+    labels: np.ndarray         # connected-component labels of S != 0
+    trace: float = 0.0         # tr(Y^T L Y) = sum of the eigenvalues of the columns of Y
+
+
+def _indicator_embedding(comp: np.ndarray, sizes: np.ndarray, c: int, n: int) -> Embedding:
+    """Indicators of (at most) c components; with more than c components, the c largest (ties: first)."""
+    k = sizes.shape[0]
+    if k > c:
+        order = np.lexsort((np.arange(k), -sizes))
+        chosen = np.zeros(k, dtype=bool)
+        chosen[order[:c]] = True
+    else:
+        chosen = np.ones(k, dtype=bool)
+    per_comp = np.where(chosen, 1.0 / sizes, 0.0)
+    return Embedding(comp=comp, weight=per_comp[comp], extra=np.zeros((n, 0)))
+
+
+def _block_laplacian(S_sym: sparse.csr_matrix, idx: np.ndarray | None):
+    sub = S_sym if idx is None else S_sym[idx][:, idx]
+    deg = np.asarray(sub.sum(axis=1)).ravel()
+    return sparse.diags(deg) - sub, deg
+
+
+def _component_eigenpairs(S_sym, idx, q, warm, rng_seed, dense_limit, tol, maxiter):
+    """The q smallest nonzero eigenpairs of the Laplacian of one connected component."""
+    L, deg = _block_laplacian(S_sym, idx)
+    s = L.shape[0]
+    if s <= dense_limit or q + 1 >= s // 5:
+        vals, vecs = scipy.linalg.eigh(L.toarray(), subset_by_index=[1, q])
+        return vals, vecs
+    constant = np.full((s, 1), 1.0 / np.sqrt(s))
+    X0 = np.zeros((s, q))
+    have = 0
+    if warm is not None and warm.shape[1]:
+        W0 = warm - constant @ (constant.T @ warm)
+        norms = np.linalg.norm(W0, axis=0)
+        W0 = W0[:, norms > 1e-8][:, :q]
+        have = W0.shape[1]
+        X0[:, :have] = W0
+    if have < q:
+        X0[:, have:] = np.random.default_rng(rng_seed).standard_normal((s, q - have))
+    X0, _ = np.linalg.qr(X0)
+    precond = sparse.diags(1.0 / np.maximum(deg, 1e-12))
+    vals, vecs = lobpcg(L, X0, M=precond, Y=constant, tol=tol, maxiter=maxiter, largest=False)
+    order = np.argsort(vals, kind="stable")
+    return vals[order], vecs[:, order]
+
+
+def smallest_eigenpairs(S_upper: sparse.csr_matrix, c: int, *, rank_test: str = "eigen", previous=None,
+                        dense_limit: int = 2000, tol: float = 1e-8, maxiter: int = 300,
+                        dense_test_limit: int = 6000) -> Spectrum:
+    """Y = the c smallest eigenvectors of L = D - S (eq. 18) and the c+1 smallest eigenvalues.
+
+    Parameters
+    ----------
+    S_upper : n x n CSR holding the nonzero off-diagonal S_pq for p < q (S is symmetric; the diagonal
+        cancels in L).
+    c : number of clusters.
+    rank_test : "eigen" computes the c+1 smallest eigenvalues (for the [CODE] tolerance test),
+        "components" only the eigenvectors that Y needs, "dense" a dense ``eigh`` of the whole L
+        (the authors' computation, for validation on small n).
+    previous : the previous :class:`Embedding` (warm start for LOBPCG).
+    """
+    n = S_upper.shape[0]
+    k, comp = connected_components(S_upper, directed=False)
+    comp = comp.astype(np.int64)
+    sizes = np.bincount(comp, minlength=k)
+    S_sym = (S_upper + S_upper.T).tocsr()
+    if rank_test == "dense":
+        if n > dense_test_limit:
+            raise UserError(f"spce: rank_test=dense needs a dense n x n eigendecomposition; n={n} is over "
+                            f"{dense_test_limit}, use rank_test=eigen")
+        L, _ = _block_laplacian(S_sym, None)
+        vals, vecs = scipy.linalg.eigh(L.toarray(), subset_by_index=[0, min(c, n - 1)])
+        emb = Embedding(comp=np.arange(n), weight=np.zeros(n), extra=vecs[:, :c])
+        return Spectrum(emb, int(k), vals, comp, float(np.sum(vals[:c])))
+
+    if k > c:
+        values = np.zeros(c + 1) if rank_test == "eigen" else None
+        return Spectrum(_indicator_embedding(comp, sizes, c, n), int(k), values, comp)
+    n_vectors = c - k
+    n_values = n_vectors + 1 if rank_test == "eigen" else n_vectors
+    emb = _indicator_embedding(comp, sizes, c, n)
+    if n_values == 0:
+        return Spectrum(emb, int(k), None, comp)
+    candidates = []  # (value, component, local vector)
+    warm = previous.extra if previous is not None and previous.extra.shape[1] else None
+    order = np.argsort(comp, kind="stable")
+    starts = np.concatenate([[0], np.cumsum(sizes)])
+    for j in range(k):
+        q = min(n_values, int(sizes[j]) - 1)
+        if q <= 0:
+            continue
+        idx = None if k == 1 else order[starts[j]:starts[j + 1]]
+        local_warm = None
+        if warm is not None:
+            local_warm = warm if idx is None else warm[idx]
+        vals, vecs = _component_eigenpairs(S_sym, idx, q, local_warm, 1000 + j, dense_limit, tol, maxiter)
+        for t in range(len(vals)):
+            candidates.append((float(vals[t]), j, vecs[:, t]))
+    candidates.sort(key=lambda item: (item[0], item[1]))
+    extra = np.zeros((n, n_vectors))
+    for t, (_, j, vec) in enumerate(candidates[:n_vectors]):
+        if k == 1:
+            extra[:, t] = vec
+        else:
+            extra[order[starts[j]:starts[j + 1]], t] = vec
+    emb.extra = extra
+    values = None
+    if rank_test == "eigen":
+        nonzero = [v for v, _, _ in candidates[:n_values]]
+        values = np.concatenate([np.zeros(k), nonzero, np.full(max(0, c + 1 - k - len(nonzero)), np.inf)])
+        values = values[:c + 1]
+    trace = float(sum(v for v, _, _ in candidates[:n_vectors]))
+    return Spectrum(emb, int(k), values, comp, trace)

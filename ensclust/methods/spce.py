@@ -1,0 +1,327 @@
+"""SPCE: self-paced clustering ensemble (Zhou, Du, Liu, Shen, Fan & Li, IEEE TNNLS 2020), and its ablations.
+
+specs/spce.md. SPCE learns a consensus matrix S from the base connectivity matrices S^(i), easy pairs first:
+
+    min  sum_i (1/alpha_i) ||(S - S^(i)) . W||_F^2 - lambda ||W||_1 + gamma ||S||_0 + rho tr(Y^T L Y)   (eq. 10)
+    s.t. S . Omega = S_hat . Omega,  0 <= S, W <= 1,  alpha on the simplex,  Y^T Y = I,
+
+with self-paced pair weights W (eq. 13), the l0 penalty gamma = m^2 theta^2 (eq. 25) and the rank constraint
+rank(L) = n - c relaxed to the trace term whose weight rho adapts (Algorithm 1). The clusters are the
+connected components of S != 0 (spec 3.5).
+
+Registry names: ``spce`` (the method), ``spce-w`` (W fixed to 1, the paper's "SPCE-W"), ``spce-fixw``
+(W frozen at its initial value W0, "SPCE-fixW"), spec 4.5.
+
+Implementation notes (spec section 6):
+
+* The n x n x m stack of base matrices is never built. Only pairs with a positive co-association count are
+  stored, and the base clusterings enter through each free pair's agreement pattern
+  (:mod:`ensclust.methods._spce_pairs`): G = sum_i S^(i)/alpha_i is a product over the distinct patterns.
+* The eigenvectors (eq. 18) come from the connected components of S (Theorem 1): exact null space from the
+  component indicators plus the few smallest nonzero eigenpairs of the component blocks
+  (:mod:`ensclust.methods._spce_spectrum`), instead of a dense O(n^3) ``eig`` of L.
+* Everything is float64 (the rank test uses absolute tolerances).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import sparse
+
+from ensclust.core.spectral import kmeans_labels, spectral_clustering
+from ensclust.errors import UserError
+from ensclust.methods import register
+from ensclust.methods._spce_pairs import PairTable, build_pair_table
+from ensclust.methods._spce_spectrum import Embedding, smallest_eigenpairs
+from ensclust.methods.base import ConsensusMethod, Param
+
+DEFAULT_SCHEDULE = "0.9,0.8,0.7,0.6,0.5"
+DEFAULT_INNER_CAPS = "5,5,5,5,20"
+
+
+def lambda_schedule(r: float, m: int) -> float:
+    """Self-paced age lambda of stage r (eq. 23): 2((r-1)^2 r + r^2 (1-r)) m^2 (= 2 m^2 r (1-r))."""
+    return 2.0 * ((r - 1.0) ** 2 * r + r ** 2 * (1.0 - r)) * m * m
+
+
+def self_paced_weights(B: np.ndarray, lam: float) -> np.ndarray:
+    """W = min(lambda / (2 B), 1) (eq. 13); B = 0 gives W = 1 (MATLAB: Inf capped at 1)."""
+    W = np.ones_like(B)
+    pos = B > 0
+    W[pos] = np.minimum(lam / (2.0 * B[pos]), 1.0)
+    return W
+
+
+def s_update(G: np.ndarray, E: np.ndarray, W: np.ndarray, a: float, rho: float, gamma: float) -> np.ndarray:
+    """Closed-form S on free pairs (eq. 16/17): C = (G - rho E / (2 W^2)) / a, zero below sqrt(tau), clip at 1.
+
+    sqrt(tau) = sqrt(gamma) / (W sqrt(a)). Order as in [CODE]: threshold first, then clip values above 1.
+    """
+    C = (G - rho * E / (2.0 * W * W)) / a
+    threshold = np.sqrt(gamma) / (W * np.sqrt(a))
+    S = np.minimum(C, 1.0)
+    S[C < threshold] = 0.0
+    return S
+
+
+def alpha_update(losses: np.ndarray, floor: float) -> np.ndarray:
+    """alpha_i = sqrt(loss_i) / sum_j sqrt(loss_j) (eq. 21); uniform when every loss is 0 (spec 3.4 guard)."""
+    root = np.sqrt(np.maximum(losses, 0.0))
+    total = root.sum()
+    m = losses.shape[0]
+    if total <= 0:
+        return np.full(m, 1.0 / m)
+    alpha = np.maximum(root / total, floor)
+    return alpha / alpha.sum()
+
+
+def _parse_list(text: str, kind, name: str):
+    try:
+        values = [kind(v) for v in str(text).replace(";", ",").split(",") if v.strip()]
+    except ValueError:
+        raise UserError(f"spce: parameter '{name}' must be a comma-separated list, got {text!r}") from None
+    if not values:
+        raise UserError(f"spce: parameter '{name}' is empty")
+    return values
+
+
+class _SPCEBase(ConsensusMethod):
+    variant = "spce"
+    may_return_other_k = True  # connected components of S (spec 3.5, AMBIGUITY A6)
+    randomized = False          # deterministic unless a fallback with k-means is used
+    params = {
+        "theta": Param(0.5, low=0.0, high=1.0, high_open=True,
+                       doc="l0 threshold; gamma = m^2 theta^2 (eq. 25); theta = 0 switches the l0 term off",
+                       source="spec 4.1: no default in the paper; 0.5 = worked example of Sec. III-E; "
+                              "tables tune it over 0:0.9:0.1 (Sec. IV-C)"),
+        "schedule": Param(DEFAULT_SCHEDULE, type="str",
+                          doc="agreement levels r of the self-paced stages; lambda = 2 m^2 r (1-r) (eq. 23)",
+                          source="Algorithm 1 / [CODE] qq = 0.9:-0.1:0.5"),
+        "inner_caps": Param(DEFAULT_INNER_CAPS, type="str",
+                            doc="maximum inner iterations of each stage (comma list, one per stage)",
+                            source="[CODE] maxiter = 5, and 20 for the last stage (spec A1)"),
+        "rho0": Param(1.0, low=0.0, low_open=True, doc="initial weight rho of the rank (trace) term",
+                      source="Sec. III-E (rho = 1); [CODE] lambda = 1"),
+        "rank_test": Param("eigen", type="str", choices=("eigen", "components", "dense"),
+                           doc="eigen: [CODE] eigenvalue-sum test with tolerances on the exact spectrum; "
+                               "components: count the components of S != 0 (Theorem 1); dense: full eigh of L",
+                           source="spec 3.4 step 4 and AMBIGUITY A2"),
+        "tol_fewer": Param(1e-9, low=0.0, doc="sum of the c smallest eigenvalues above this -> rho *= 2",
+                           source="[CODE] fn1 > 1e-9"),
+        "tol_more": Param(1e-11, low=0.0, doc="sum of the c+1 smallest eigenvalues below this -> rho /= 2",
+                          source="[CODE] fn2 < 1e-11"),
+        "alpha_floor": Param(1e-12, low=0.0, low_open=True,
+                             doc="lower bound of alpha_i (1/alpha_i enters G and a)",
+                             source="spec 3.4 step 3 guard (not in the paper)"),
+        "fallback": Param("none", type="str", choices=("none", "kmeans-y", "spectral-s"),
+                          doc="when the number of components != c: none (faithful, output the components), "
+                              "kmeans-y (k-means on the rows of Y) or spectral-s (spectral clustering of S)",
+                          source="spec AMBIGUITY A6 (a deviation from the paper, flagged in diagnostics)"),
+        "dense_limit": Param(2000, type="int", low=2,
+                             doc="components up to this size use a dense eigh; larger ones LOBPCG",
+                             source="ensclust choice (speed)"),
+        "eig_tol": Param(1e-8, low=0.0, low_open=True, doc="LOBPCG residual tolerance",
+                         source="ensclust choice"),
+        "eig_maxiter": Param(300, type="int", low=1, doc="LOBPCG iteration budget", source="ensclust choice"),
+    }
+
+    @classmethod
+    def _check_params(cls, values, where=""):
+        stages = _parse_list(values["schedule"], float, "schedule")
+        caps = _parse_list(values["inner_caps"], int, "inner_caps")
+        prefix = f"{where}: " if where else ""
+        if len(stages) != len(caps):
+            raise UserError(f"{prefix}spce: 'schedule' has {len(stages)} stages but 'inner_caps' has {len(caps)}")
+        if any(not 0.0 < r < 1.0 for r in stages):
+            raise UserError(f"{prefix}spce: every schedule value must lie in (0, 1), got {values['schedule']!r}")
+        if any(cap < 1 for cap in caps):
+            raise UserError(f"{prefix}spce: every inner cap must be >= 1, got {values['inner_caps']!r}")
+
+    # -- pieces ------------------------------------------------------------------------------------
+    def _spectrum(self, table: PairTable, S_free: np.ndarray, c: int, previous: Embedding | None):
+        S_upper = upper_matrix(table, S_free)
+        spec = smallest_eigenpairs(S_upper, c, rank_test=self.rank_test, previous=previous,
+                                   dense_limit=self.dense_limit, tol=self.eig_tol, maxiter=self.eig_maxiter)
+        return spec, S_upper
+
+    def _initial_weights(self, S_free, G, a, lam, shat_free):
+        if self.variant == "spce-w":
+            return np.ones_like(S_free)
+        if self.variant == "spce-fixw" and self._params.get("fixw_mode") == "coassoc":
+            return shat_free.copy()
+        return self_paced_weights(a * S_free * S_free - 2.0 * S_free * G + G, lam)
+
+    # -- the algorithm -----------------------------------------------------------------------------
+    def _fit(self, members, n_clusters, X, rng):
+        n, m = members.shape
+        c = n_clusters
+        stages = _parse_list(self.schedule, float, "schedule")
+        caps = _parse_list(self.inner_caps, int, "inner_caps")
+        gamma = m * m * self.theta ** 2
+        table = build_pair_table(members)
+        shat_free = table.pattern_counts()[table.pattern] / m
+        S_free = shat_free.copy()                        # S <- S_hat (Sec. III-E)
+        alpha = np.full(m, 1.0 / m)
+        rho = float(self.rho0)
+        spec, S_upper = self._spectrum(table, S_free, c, None)   # Y from S_hat (eq. 18)
+        Y = spec.embedding
+        W = None
+        free_rows, free_cols = table.rows[table.free], table.cols[table.free]
+        diag = {"variant": self.variant, "gamma": gamma, "n_pairs": table.n_pairs, "n_free_pairs": table.n_free,
+                "n_fixed_one_pairs": int(table.ones.shape[0]), "n_patterns": int(table.patterns.shape[0]),
+                "n_components_initial": spec.n_components, "lambda": [], "inner_iterations": [],
+                "rho": [], "branch": [], "n_components_trace": [], "objective": [], "objective_no_rank": [],
+                "objective_eq6": [], "stage_of_iteration": [], "exit_test_passed": []}
+        for stage, (r, cap) in enumerate(zip(stages, caps, strict=True)):
+            lam = lambda_schedule(r, m)
+            diag["lambda"].append(lam)
+            inv_alpha = 1.0 / alpha
+            a = float(inv_alpha.sum())
+            G = (table.patterns @ inv_alpha)[table.pattern]
+            if W is None or self.variant == "spce":   # eq. (13) at every stage; once for the ablations
+                W = self._initial_weights(S_free, G, a, lam, shat_free)
+            sum_w = (n * n - 2 * table.n_free) + 2.0 * float(W.sum())
+            W2 = W * W
+            passed = False
+            it = 0
+            for it in range(cap):
+                if it > 0:
+                    inv_alpha = 1.0 / alpha
+                    a = float(inv_alpha.sum())
+                    G = (table.patterns @ inv_alpha)[table.pattern]
+                E = Y.sqdist(free_rows, free_cols)
+                S_free = s_update(G, E, W, a, rho, gamma)                     # eq. (16)/(17)
+                Y_old = Y
+                spec, S_upper = self._spectrum(table, S_free, c, Y_old)      # eq. (18)
+                Y = spec.embedding
+                losses = member_losses(table, W2, S_free)
+                alpha = alpha_update(losses, self.alpha_floor)               # eq. (21)
+                nnz = n + 2 * int(np.count_nonzero(S_free)) + 2 * int(table.ones.shape[0])
+                data_term = float(np.sum(losses / alpha))
+                no_rank = data_term - lam * sum_w + gamma * nnz
+                diag["objective_no_rank"].append(no_rank)
+                diag["objective"].append(no_rank + rho * spec.trace)
+                diag["objective_eq6"].append(float(np.sqrt(losses).sum()) - lam * sum_w + gamma * nnz)
+                diag["stage_of_iteration"].append(stage)
+                diag["n_components_trace"].append(spec.n_components)
+                if self.rank_test == "components":
+                    fewer = spec.n_components < c
+                    more = spec.n_components > c
+                else:
+                    fewer = float(np.sum(spec.values[:c])) > self.tol_fewer
+                    more = (not fewer) and float(np.sum(spec.values[:c + 1])) < self.tol_more
+                if fewer:
+                    rho *= 2.0
+                    branch = "double"
+                elif more:
+                    rho /= 2.0
+                    Y = Y_old
+                    branch = "halve"
+                elif it > 0:
+                    branch = "exit"
+                else:
+                    branch = "keep"
+                diag["rho"].append(rho)
+                diag["branch"].append(branch)
+                if branch == "exit":
+                    passed = True
+                    break
+            diag["inner_iterations"].append(it + 1)
+            diag["exit_test_passed"].append(passed)
+
+        labels = spec.labels
+        k = spec.n_components
+        diag.update({
+            "n_components": k, "rank_target_reached": bool(k == c), "converged": bool(diag["exit_test_passed"][-1]),
+            "n_iter": int(sum(diag["inner_iterations"])), "alpha": alpha.tolist(), "rho_final": rho,
+            "fallback_needed": bool(k != c), "fallback_applied": False,
+        })
+        if k != c and self.fallback != "none":
+            labels = self._fallback_labels(S_upper, Y, c, n, rng)
+            diag["fallback_applied"] = True
+            diag["fallback"] = self.fallback
+        self.diagnostics_ = diag
+        self.consensus_matrix_ = (S_upper + S_upper.T + sparse.identity(n, format="csr")).tocsr()
+        return labels
+
+    def _fallback_labels(self, S_upper, Y: Embedding, c, n, rng):
+        if self.fallback == "kmeans-y":
+            return kmeans_labels(dense_embedding(Y, c), c, random_state=rng)
+        affinity = (S_upper + S_upper.T + sparse.identity(n, format="csr")).tocsr()
+        return spectral_clustering(affinity, c, random_state=rng)
+
+
+def upper_matrix(table: PairTable, S_free: np.ndarray) -> sparse.csr_matrix:
+    """CSR of the nonzero S_pq, p < q (free pairs with S != 0 and the Omega-ones), built without sorting."""
+    values = np.ones(table.n_pairs)
+    values[table.free] = S_free
+    keep = np.flatnonzero(values)
+    indptr = np.zeros(table.n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(table.rows[keep], minlength=table.n), out=indptr[1:])
+    return sparse.csr_matrix((values[keep], table.cols[keep], indptr), shape=(table.n, table.n))
+
+
+def member_losses(table: PairTable, W2: np.ndarray, S_free: np.ndarray) -> np.ndarray:
+    """loss_i = ||(S - S^(i)) . W||_F^2 for every member (eq. 21), from the free pairs only.
+
+    Omega pairs contribute nothing (there S = S^(i) for every i). For binary S^(i) and the symmetric pair
+    (p, q) counted twice: loss_i = 2 [sum W^2 S^2 - 2 sum_{same_i} W^2 S + sum_{same_i} W^2] (spec 6).
+    """
+    if table.n_free == 0:
+        return np.zeros(table.m)
+    ws = W2 * S_free
+    total = float(np.dot(ws, S_free))
+    n_patterns = table.patterns.shape[0]
+    per_pattern_ws = np.bincount(table.pattern, weights=ws, minlength=n_patterns)
+    per_pattern_w = np.bincount(table.pattern, weights=W2, minlength=n_patterns)
+    same_ws = table.patterns.T.astype(np.float64) @ per_pattern_ws
+    same_w = table.patterns.T.astype(np.float64) @ per_pattern_w
+    return np.maximum(2.0 * (total - 2.0 * same_ws + same_w), 0.0)
+
+
+def dense_embedding(Y: Embedding, c: int) -> np.ndarray:
+    """Y as an explicit n x c matrix (indicator columns of the chosen components, then the extra vectors)."""
+    n = Y.comp.shape[0]
+    chosen = np.unique(Y.comp[Y.weight > 0])
+    cols = [np.where(Y.comp == j, np.sqrt(Y.weight), 0.0) for j in chosen]
+    out = np.zeros((n, c))
+    mats = [np.column_stack(cols)] if cols else []
+    if Y.extra.shape[1]:
+        mats.append(Y.extra)
+    if mats:
+        full = np.column_stack(mats)[:, :c]
+        out[:, :full.shape[1]] = full
+    return out
+
+
+@register
+class SPCE(_SPCEBase):
+    """SPCE: self-paced weights W recomputed at every stage (Algorithm 1)."""
+
+    name = "spce"
+    variant = "spce"
+    summary = "self-paced clustering ensemble: consensus S learned easy-to-hard, l0 + rank constraint"
+
+
+@register
+class SPCENoW(_SPCEBase):
+    """SPCE-W: every pair weight fixed to 1 (spec 4.5; the minus sign means 'without W')."""
+
+    name = "spce-w"
+    variant = "spce-w"
+    summary = "SPCE ablation without self-paced weights (W = 1)"
+
+
+@register
+class SPCEFixW(_SPCEBase):
+    """SPCE-fixW: W computed once at the first stage (W0, Sec. III-E) and never updated (spec 4.5, A5)."""
+
+    name = "spce-fixw"
+    variant = "spce-fixw"
+    summary = "SPCE ablation with W frozen at its initial value"
+    params = {
+        **_SPCEBase.params,
+        "fixw_mode": Param("initial", type="str", choices=("initial", "coassoc"),
+                           doc="initial: W0 = min(lambda/(2B), 1) at r = 0.9; coassoc: W = S_hat",
+                           source="spec AMBIGUITY A5 (initial = the operational definition)"),
+    }
