@@ -1,0 +1,299 @@
+"""AWEC (specs/awec.md section 8): F30 fixture numbers, Appendicitis with the official pool, properties."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ensclust.core.coassoc import coassociation
+from ensclust.core.hierarchy import hac_labels
+from ensclust.core.labels import check_members
+from ensclust.methods import get_method
+from ensclust.methods.awec import (
+    AWECNumericalError,
+    awec_s_embedding,
+    connection_matrices,
+    knn_weights,
+    matlab_round,
+    neighbour_count,
+    project_columns_to_simplex,
+    solve_awec,
+    update_Z,
+)
+from ensclust.metrics import ari, fscore, nmi
+from ensclust.testing import check_method_properties, same_partition
+
+F30 = """111111111122222222223333333333
+111111121122222222212222212222
+111111111122222222223333333333
+131111142122222222222334344444
+412114444412212555253233233433
+111111211111212122212222222222
+131211113122233222221333333333
+111113444442222322223332333331
+111111121122225441443333535555
+111111111122222222222222112222
+111311111122222222223331313333""".split()
+
+
+def _digits(rows):
+    return np.array([[int(ch) for ch in r] for r in rows])
+
+
+@pytest.fixture(scope="module")
+def f30():
+    gt = _digits(F30[:1]).ravel()
+    members = check_members(_digits(F30[1:]).T)
+    A = coassociation(members, dtype=np.float64)
+    khn, info = knn_weights(A, 3, 0.5)
+    G = connection_matrices(khn, 3)
+    return gt, members, A, khn, info, G
+
+
+def test_f30_graph(f30):
+    gt, members, A, khn, info, G = f30
+    assert A[0, 1] == pytest.approx(0.7) and A[0, 10] == pytest.approx(0.1) and A[0, 29] == pytest.approx(0.1)
+    assert A.sum() == pytest.approx(320.8)
+    assert info["n_neighbours"] == 5
+    assert khn.sum() == pytest.approx(231.192411, abs=1e-6)
+    assert G[0][0, 1] == pytest.approx(0.085711, abs=1e-6)
+    assert np.count_nonzero(G[0]) == 188
+    assert G[0].sum() == pytest.approx(29.311948, abs=1e-6)
+    assert G[1].sum() == pytest.approx(28.700095, abs=1e-6)
+    assert G[2].sum() == pytest.approx(29.588649, abs=1e-6)
+    # 8.4 property checks
+    assert np.allclose(A, A.T) and np.all(np.diag(A) == 1)
+    assert np.allclose(A * 10, np.round(A * 10))
+    for Gi in G[:2]:
+        assert np.allclose(Gi, Gi.T) and np.all(np.diag(Gi) == 0) and np.all(Gi >= 0)
+
+
+@pytest.mark.parametrize(
+    "lam,gamma,o,n_iter,alpha,normC,normZ,z01,labels,scores",
+    [
+        (0.1, 5, 2, 8, (0.50759, 0.49241), 1.710810, 1.045014, 0.042512,
+         "111111333122222333333333333333", (0.3115, 0.4992, 0.5580)),
+        (0.2, 0.5, 2, 9, (0.51259, 0.48741), 1.968496, 1.183443, 0.170589, None, (0.0050, 0.1124, 0.4600)),
+        (0.04, 50, 3, 13, (0.34551, 0.30839, 0.34610), 1.260609, 1.640479, 0.105312,
+         "111111111122222222223333333333", (1.0, 1.0, 1.0)),
+    ],
+)
+def test_f30_solver(f30, lam, gamma, o, n_iter, alpha, normC, normZ, z01, labels, scores):
+    gt, members, A, khn, info, G = f30
+    out = solve_awec(A, G[:o], 3, lam=lam, gamma=gamma)
+    assert out["n_iter"] == n_iter and out["converged"]
+    np.testing.assert_allclose(out["alpha"], alpha, atol=1e-5)
+    assert np.linalg.norm(out["C"]) == pytest.approx(normC, abs=1e-6)
+    assert np.linalg.norm(out["Z"]) == pytest.approx(normZ, abs=1e-6)
+    assert out["Z"][0, 1] == pytest.approx(z01, abs=1e-6)
+    assert out["Z"][0, 0] == 0
+    lab = hac_labels(out["Z"], 3)
+    if labels is not None:
+        assert same_partition(lab, _digits([labels]).ravel())
+    got = (ari(gt, lab), nmi(gt, lab), fscore(gt, lab))
+    np.testing.assert_allclose(got, scores, atol=6e-5)
+    # the estimator gives the same labels
+    est = get_method("awec-h", **{"lambda": lam, "gamma": gamma, "order": o})
+    assert same_partition(est.fit_predict(members, 3), lab)
+    assert est.diagnostics_["n_iter"] == n_iter
+
+
+def test_f30_negative_degrees_counted(f30):
+    gt, members, A, khn, info, G = f30
+    est = get_method("awec-h", **{"lambda": 0.1, "gamma": 5})
+    est.fit(members, 3)
+    assert est.diagnostics_["negative_degree_iterations"] == 4
+    assert est.diagnostics_["mixed_sign_iterations"] == 0
+
+
+@pytest.mark.parametrize(
+    "lam,gamma,o,p01,p029,p1029",
+    [(0.1, 5, 2, 0.905830, 0.434458, 0.900390), (0.2, 0.5, 2, 0.837866, 0.369556, 0.999986),
+     (0.04, 50, 3, 1.000000, -0.000420, -0.000221)],
+)
+def test_f30_awec_s_embedding(f30, lam, gamma, o, p01, p029, p1029):
+    gt, members, A, khn, info, G = f30
+    out = solve_awec(A, G[:o], 3, lam=lam, gamma=gamma)
+    V = awec_s_embedding(out["Z"], 3)
+    P = V @ V.T
+    np.testing.assert_allclose([P[0, 1], P[0, 29], P[10, 29]], [p01, p029, p1029], atol=2e-6)
+
+
+def test_f30_awec_s_recovers_gt_for_every_seed(f30):
+    gt, members, *_ = f30
+    for seed in range(5):
+        lab = get_method("awec-s", **{"lambda": 0.04, "gamma": 50, "order": 3}).fit_predict(
+            members, 3, random_state=seed)
+        assert same_partition(lab, gt)
+
+
+def test_toy_mixed_sign_degrees_raise():
+    cols = "111122223333 112233334444 111111223333 111222223331 121233445566 111122222222".split()
+    members = _digits(cols).T
+    with pytest.raises(AWECNumericalError, match="mixed signs at iteration 6"):
+        get_method("awec-h", **{"lambda": 0.1, "gamma": 5}).fit_predict(members, 3)
+    est = get_method("awec-h", **{"lambda": 0.1, "gamma": 5, "degree_fallback": "abs"})
+    lab = est.fit_predict(members, 3)
+    assert est.diagnostics_["mixed_sign_iterations"] >= 1
+    assert len(np.unique(lab)) == 3 and np.all(lab >= 0)
+
+
+def test_z_update_properties(f30):
+    gt, members, A, khn, info, G = f30
+    rng = np.random.default_rng(0)
+    C = A + 0.05 * rng.standard_normal(A.shape)
+    C = (C + C.T) / 2
+    H = np.linalg.qr(rng.standard_normal((30, 3)))[0]
+    # The pre-symmetrised Z has columns on the simplex: check the projection, then the symmetrised output.
+    T = rng.standard_normal((30, 30))
+    P = project_columns_to_simplex(T)
+    assert np.all(P >= 0)
+    np.testing.assert_allclose(P.sum(axis=0), 1.0, atol=1e-9)
+    # projection optimality: KKT -> P = max(T - theta, 0) with the same theta for the support
+    for j in range(5):
+        supp = P[:, j] > 0
+        theta = T[supp, j] - P[supp, j]
+        assert np.ptp(theta) < 1e-12 and np.all(T[~supp, j] <= theta[0] + 1e-12)
+    Z = update_Z(C, 5.0, 1.1, H)
+    assert np.allclose(Z, Z.T) and np.all(Z >= 0)
+    np.testing.assert_allclose(Z.sum(axis=0).sum(), 30.0, atol=1e-9)
+
+
+def test_alpha_sums_to_one(f30):
+    gt, members, A, khn, info, G = f30
+    out = solve_awec(A, G, 3, lam=0.1, gamma=5, record=True)
+    for step in out["history"]:
+        assert abs(step["alpha"].sum() - 1) < 1e-12
+
+
+def test_matlab_rounding():
+    assert matlab_round(26.5) == 27 and matlab_round(2.5) == 3 and matlab_round(2.4) == 2
+    assert neighbour_count(106, 2, 0.5) == 27
+
+
+def test_options_run_and_differ(f30):
+    gt, members, *_ = f30
+    base = get_method("awec-h", **{"lambda": 0.04, "gamma": 50, "order": 3})
+    base.fit(members, 3)
+    for opts in ({"laplacian": "normalized"}, {"refresh_mu": True}, {"multiplier_init": "zeros"},
+                 {"order_threshold": False}, {"ablation": "no-topo"}, {"ablation": "no-high-order"},
+                 {"eigensolver": "lobpcg"}, {"dtype": "float32"}):
+        est = get_method("awec-h", **{"lambda": 0.04, "gamma": 50, "order": 3, **opts})
+        lab = est.fit_predict(members, 3)
+        assert len(np.unique(lab)) == 3, opts
+        assert np.all(np.isfinite(est.consensus_matrix_)), opts
+    # the float32 and LOBPCG paths are approximations of the same iteration: same labels here
+    for opts in ({"eigensolver": "lobpcg"}, {"dtype": "float32"}):
+        est = get_method("awec-h", **{"lambda": 0.04, "gamma": 50, "order": 3, **opts})
+        assert same_partition(est.fit_predict(members, 3), base.labels_), opts
+
+
+def test_determinism(f30):
+    gt, members, *_ = f30
+    a = get_method("awec-s").fit_predict(members, 3, random_state=3)
+    b = get_method("awec-s").fit_predict(members, 3, random_state=3)
+    assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("name", ["awec-h", "awec-s"])
+@pytest.mark.parametrize("lam", [0.01, 0.1, 0.2])
+def test_properties(name, lam):
+    check_method_properties(name, {"lambda": lam, "gamma": 50})
+
+
+def test_documented_small_gamma_behaviour():
+    """At small gamma the code's 10-step Z solver leaves Z nearly uniform: identical members are not
+    returned (documented in the class docstring); Z stays symmetric, non-negative and finite."""
+    from ensclust.testing import planted_partition
+
+    y = planted_partition(90, 3)
+    est = get_method("awec-h", **{"lambda": 0.2, "gamma": 0.5})
+    lab = est.fit_predict(np.column_stack([y] * 10), 3)
+    Z = est.consensus_matrix_
+    assert np.allclose(Z, Z.T) and np.all(Z >= 0) and np.all(np.isfinite(Z))
+    assert not same_partition(lab, y)
+    off_block = y[:, None] != y[None, :]
+    assert Z[off_block].max() > 0.01  # cross-cluster mass that a converged solver would remove
+
+
+# --- Appendicitis with the official pool (spec 8.2) -------------------------------------------------------
+
+
+def _appendicitis(data_dir):
+    from scipy.io import loadmat
+
+    path = data_dir / "pools" / "awec_appendicitis.mat"
+    if not path.exists():
+        pytest.skip("official AWEC Appendicitis pool not present")
+    d = loadmat(path)
+    return d["E"].astype(np.int64), d["y"].ravel().astype(np.int64)
+
+
+def _runs(k=10):
+    # spec section 4: RandStream('mt19937ar', Seed=i), randperm(100)(1:20), bit-exact NumPy equivalent
+    return [np.argsort(np.random.RandomState(i).rand(100), kind="stable")[:20] for i in range(1, k + 1)]
+
+
+@pytest.mark.data
+def test_appendicitis_first_columns(data_dir):
+    E, y = _appendicitis(data_dir)
+    runs = _runs(2)
+    assert runs[0].tolist() == [2, 98, 38, 50, 14, 27, 64, 55, 26, 5, 30, 60, 44, 90, 49, 71, 72, 18, 57, 4]
+    cases = [((0.1, 5, 2), 8, (0.49483, 0.50517), (-0.0880, 0.0413, 0.6573)),
+             ((0.01, 50, 2), 7, (0.47772, 0.52228), (0.2133, 0.1483, 0.6845)),
+             ((0.2, 0.1, 3), 9, (0.34666, 0.34119, 0.31215), (-0.0139, 0.0076, 0.8000))]
+    for (lam, gamma, o), n_iter, alpha, scores in cases:
+        est = get_method("awec-h", **{"lambda": lam, "gamma": gamma, "order": o})
+        lab = est.fit_predict(E[:, :20], 2)
+        assert est.diagnostics_["n_neighbours"] == 27
+        assert est.diagnostics_["n_iter"] == n_iter
+        np.testing.assert_allclose(est.diagnostics_["alpha"], alpha, atol=1e-5)
+        np.testing.assert_allclose((ari(y, lab), nmi(y, lab), fscore(y, lab)), scores, atol=6e-5)
+    for (lam, gamma), n_iter, alpha in [((0.2, 0.5), 9, (0.5159, 0.4841)), ((0.01, 0.1), 7, (0.4739, 0.5261)),
+                                        ((0.1, 5), 8, (0.4928, 0.5072)), ((0.01, 50), 7, (0.4746, 0.5254))]:
+        est = get_method("awec-h", **{"lambda": lam, "gamma": gamma})
+        est.fit(E[:, runs[0]], 2)
+        assert est.diagnostics_["n_iter"] == n_iter
+        np.testing.assert_allclose(est.diagnostics_["alpha"], alpha, atol=1e-4)
+
+
+@pytest.mark.data
+def test_appendicitis_paper_awec_h_cell(data_dir):
+    """Paper Tables 2-4, D1, AWEC-H (best cell lambda=0.2, gamma=0.5): ARI 0.4659, NMI 0.2989, F1 0.8511."""
+    E, y = _appendicitis(data_dir)
+    scores = []
+    for cols in _runs(10):
+        lab = get_method("awec-h", **{"lambda": 0.2, "gamma": 0.5}).fit_predict(E[:, cols], 2)
+        scores.append((ari(y, lab), nmi(y, lab), fscore(y, lab)))
+    np.testing.assert_allclose(np.mean(scores, axis=0), (0.4659, 0.2989, 0.8511), atol=5e-5)
+
+
+@pytest.mark.data
+def test_appendicitis_paper_awec_s_ari_cell(data_dir):
+    """Paper Table 2, D1, AWEC-S: ARI 0.3723 at lambda=0.1, gamma=1 (k-means seed-independent here)."""
+    E, y = _appendicitis(data_dir)
+    scores = [ari(y, get_method("awec-s", **{"lambda": 0.1, "gamma": 1}).fit_predict(E[:, cols], 2,
+                                                                                    random_state=i))
+              for i, cols in enumerate(_runs(10))]
+    assert np.mean(scores) == pytest.approx(0.3723, abs=5e-5)
+
+
+@pytest.mark.slow
+@pytest.mark.data
+def test_appendicitis_nmi_grid(data_dir):
+    """The full 6 x 6 AWEC-H NMI grid of spec 8.2 (360 solves)."""
+    E, y = _appendicitis(data_dir)
+    expected = np.array([
+        [0.0561, 0.0107, 0.0117, 0.1495, 0.1538, 0.1594],
+        [0.0561, 0.0080, 0.0172, 0.1571, 0.1531, 0.1277],
+        [0.0415, 0.0076, 0.0332, 0.1575, 0.1622, 0.1121],
+        [0.0561, 0.0715, 0.2919, 0.0422, 0.1578, 0.1084],
+        [0.0561, 0.0407, 0.0485, 0.0421, 0.0867, 0.1187],
+        [0.0076, 0.2989, 0.2612, 0.1174, 0.1160, 0.0743]])
+    runs = _runs(10)
+    grid = np.zeros((6, 6))
+    for i, lam in enumerate([0.01, 0.02, 0.04, 0.08, 0.1, 0.2]):
+        for j, gamma in enumerate([0.1, 0.5, 1, 5, 10, 50]):
+            grid[i, j] = np.mean([nmi(y, get_method("awec-h", **{"lambda": lam, "gamma": gamma}).fit_predict(
+                E[:, cols], 2)) for cols in runs])
+    np.testing.assert_allclose(grid, expected, atol=5e-5)
