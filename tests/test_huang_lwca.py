@@ -88,6 +88,6 @@ def test_lwca_limits_and_condensed():
     ident = check_members(np.column_stack([rng.integers(0, 3, 30)] * 5))
     assert np.allclose(lwca_matrix(ident), coassociation(ident, dtype=np.float64), atol=1e-15)
     # condensed form equals 1 - upper triangle of the dense matrix (block boundaries exercised)
-    d = lwca_condensed_distance(members, block=7)
+    d = lwca_condensed_distance(members)
     assert np.array_equal(d, np.clip(1.0 - A[np.triu_indices(40, 1)], 0, None))
     assert lwca_matrix(members, dtype=np.float32).dtype == np.float32

@@ -20,6 +20,7 @@ import numpy as np
 from scipy import sparse
 
 from ensclust.core.labels import one_hot
+from ensclust.core.microclusters import compute_microclusters, expand_condensed_distance
 
 
 def cluster_uncertainty(members: np.ndarray) -> np.ndarray:
@@ -86,25 +87,17 @@ def lwca_matrix(members: np.ndarray, theta: float = 0.4, dtype=np.float64, *, cl
     return A
 
 
-def lwca_condensed_distance(members: np.ndarray, theta: float = 0.4, *, cluster_weights=None,
-                            block: int = 512) -> np.ndarray:
+def lwca_condensed_distance(members: np.ndarray, theta: float = 0.4, *, cluster_weights=None) -> np.ndarray:
     """Condensed float64 vector of ``1 - LWCA`` (upper triangle, row-major) without an n x n matrix.
 
-    Built from row blocks of the sparse product, so the peak memory is the output vector (what SciPy's
-    ``linkage`` needs anyway) plus one block x n slab.
+    LWCA_ij depends only on the label vectors of i and j, so it is computed once per pair of microclusters
+    (:mod:`ensclust.core.microclusters`) and expanded; pairs inside one microcluster get ``sum_q ECI / M``
+    (not the unit diagonal). Peak memory: the output vector (what SciPy's ``linkage`` needs anyway) plus the
+    n_micro x n_micro matrix.
     """
-    n, m = members.shape
+    m = members.shape[1]
     w = eci(members, theta) if cluster_weights is None else np.asarray(cluster_weights, dtype=np.float64)
-    Bw = weighted_indicator(members, w / m, dtype=np.float64)
-    Bt = one_hot(members, dtype=np.float64).T.tocsc()
-    out = np.empty(n * (n - 1) // 2, dtype=np.float64)
-    pos = 0
-    for start in range(0, n, block):
-        stop = min(start + block, n)
-        slab = (Bw[start:stop] @ Bt).toarray()
-        for r, i in enumerate(range(start, stop)):
-            row = slab[r, i + 1:]
-            np.subtract(1.0, row, out=out[pos:pos + row.size])
-            pos += row.size
-    np.clip(out, 0.0, None, out=out)
-    return out
+    micro = compute_microclusters(members)
+    Bm = micro.indicator(dtype=np.float64)
+    S = (Bm @ sparse.diags(w / m) @ Bm.T).toarray()
+    return expand_condensed_distance(S, micro.assignment)
