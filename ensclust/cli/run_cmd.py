@@ -1,0 +1,127 @@
+"""``ensclust run`` and ``ensclust report``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ensclust.errors import UserError
+
+EXECUTORS = ("local", "dask")
+
+
+def parse_formats(text: str | None):
+    if not text:
+        return None
+    from ensclust.experiment.config import OUTPUTS
+
+    aliases = {"md": "markdown", "tex": "latex"}
+    out = []
+    for part in text.split(","):
+        key = aliases.get(part.strip().lower(), part.strip().lower())
+        if key not in OUTPUTS:
+            from ensclust.errors import unknown_name_error
+
+            raise unknown_name_error("format", part.strip(), OUTPUTS, "--format")
+        out.append(key)
+    return out
+
+
+def execution_options(func):
+    """--jobs / --executor / --scheduler / --force / --retry-failed / --quiet / --results / --data-dir."""
+    options = [
+        click.option("--jobs", "-j", type=int, default=1, show_default=True,
+                     help="cells run in parallel (joblib loky processes; Dask workers for a local Dask cluster)"),
+        click.option("--executor", type=click.Choice(EXECUTORS), default="local", show_default=True,
+                     help="local (serial or joblib) or dask (distributed)"),
+        click.option("--scheduler", default=None, metavar="ADDRESS",
+                     help="Dask scheduler address, e.g. tcp://HOST:8786 (default: start a local Dask cluster)"),
+        click.option("--force", is_flag=True, help="recompute finished cells"),
+        click.option("--retry-failed", is_flag=True, help="recompute the cells that failed before"),
+        click.option("--quiet", "-q", is_flag=True, help="no progress bar and no tables on stdout"),
+        click.option("--results", "results_root", default="results", show_default=True, metavar="DIR",
+                     help="results root; the experiment goes to DIR/<name>/"),
+        click.option("--data-dir", default=None, metavar="DIR",
+                     help="datasets folder (default: $ENSCLUST_DATA, then ./datasets)"),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def check_execution(jobs, executor, scheduler):
+    if jobs < 1:
+        raise UserError(f"--jobs must be >= 1, got {jobs}")
+    if scheduler and executor != "dask":
+        raise UserError("--scheduler needs --executor dask")
+
+
+@click.command("run")
+@click.argument("config", type=click.Path(dir_okay=False))
+@execution_options
+def run_command(config, jobs, executor, scheduler, force, retry_failed, quiet, results_root, data_dir):
+    """Run an experiment described in a YAML CONFIG and write its tables.
+
+    Finished cells are stored under RESULTS/<name>/cells/; a rerun resumes and skips them (use --force to
+    recompute). Ctrl-C keeps every finished cell.
+
+    \b
+    Examples:
+      ensclust run configs/demo.yaml
+      ensclust run configs/paper/eccms_table4_ari.yaml --jobs 2 --quiet
+      ensclust run configs/demo.yaml --executor dask --scheduler tcp://10.0.0.5:8786
+    """
+    from ensclust.experiment.config import load_config
+    from ensclust.experiment.runner import run_experiment
+
+    check_execution(jobs, executor, scheduler)
+    cfg = load_config(config)
+    root = run_experiment(cfg, results_root=results_root, jobs=jobs, executor=executor, scheduler=scheduler,
+                          force=force, retry_failed=retry_failed, quiet=quiet, data_dir=data_dir)
+    _print_summary(root, quiet)
+
+
+def _print_summary(root: Path, quiet: bool) -> None:
+    import pandas as pd
+
+    cells_path = Path(root) / "cells.csv"
+    if not cells_path.exists():
+        click.echo(f"{root}: no cell finished", err=True)
+        return
+    cells = pd.read_csv(cells_path, keep_default_na=False, na_values=[""])
+    failed = cells[cells["status"] != "ok"]
+    line = f"{root}: {len(cells)} cells, {len(failed)} failed"
+    if len(failed):
+        first = failed.iloc[0]
+        line += f" (e.g. {first['dataset']}/{first['method']} rep {first['rep']}: {first['error']})"
+    click.echo(line, err=quiet)
+
+
+@click.command("report")
+@click.argument("results_dir", type=click.Path(file_okay=False))
+@click.option("--format", "formats", default=None, metavar="LIST",
+              help="comma-separated: csv,latex,markdown (default: the config's outputs)")
+@click.option("--quiet", "-q", is_flag=True, help="do not print the tables")
+def report_command(results_dir, formats, quiet):
+    """Rebuild the tables of RESULTS_DIR from its cells.csv (one table per metric).
+
+    Methods are rows, datasets columns, "mean ± std" over repetitions; best bold, second underlined; a
+    dagger marks methods significantly worse than the best (paired t-test, p < 0.05; see
+    ensclust/experiment/report.py for the exact rule).
+
+    \b
+    Examples:
+      ensclust report results/demo
+      ensclust report results/demo --format latex,markdown
+    """
+    from ensclust.experiment.report import write_reports
+
+    if not Path(results_dir).is_dir():
+        raise UserError(f"{results_dir}: no such results folder")
+    write_reports(results_dir, formats=parse_formats(formats), quiet=quiet)
+
+
+def add_commands(cli):
+    cli.add_command(run_command)
+    cli.add_command(report_command)

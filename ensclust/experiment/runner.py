@@ -1,0 +1,351 @@
+"""The cell runner: plans dataset x method x parameter point x repetition cells, runs the missing ones
+(serially, with joblib/loky processes, or on a Dask cluster), and stores every finished cell atomically.
+
+Per cell we record the labels' sha256 (of the int32 label vector), every metric, the wall time of the fit,
+the peak memory of the fit (``tracemalloc`` peak of Python and NumPy allocations during the fit, in MB;
+``mem_method`` says so; it is left empty when another cell traces memory in the same process at the same
+time, e.g. with a threaded Dask worker), ``n_iter`` / ``converged`` / ``n_clusters_found`` from the
+method's ``diagnostics_``, and the error text if the fit failed. A failed cell does not stop the run.
+
+Seeds: the cell seed is ``derive_seed(seed, dataset_label, rep, method_label, params_json)``, so a cell
+gives the same labels whatever order or process it runs in. The pool is built with the master seed (so
+configs that share a dataset and pool spec share the cached pool), the ensemble draws use
+``ensemble.seed``. Every method of a repetition sees the same ensemble ``pool.members[:, draws[rep]]``.
+
+Pseudo-methods ``km-avg`` / ``km-best`` are base-clustering statistics (``ensclust.metrics.member_scores``):
+``scope: pool`` gives one cell (rep -1) holding the mean (with std over members) / the max over all pool
+members; ``scope: ensemble`` gives one cell per repetition with the mean / max over that ensemble's members.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+import tracemalloc
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ensclust.errors import UserError
+from ensclust.experiment.config import ExperimentConfig, canonical_json
+from ensclust.experiment.store import ResultStore
+from ensclust.rng import derive_seed
+
+MEM_METHOD = "tracemalloc-peak"
+
+
+# -- planning --------------------------------------------------------------------------------------------
+def plan_cells(config: ExperimentConfig) -> list[dict]:
+    """Every cell of the experiment in a stable order (dataset, method, point, repetition)."""
+    cells = []
+    reps = config.ensemble["repetitions"]
+    for ds in config.datasets:
+        ds_fp = canonical_json({"name": ds.name, "preprocess": ds.preprocess, "params": ds.params, "pool": ds.pool,
+                                "n_clusters": ds.n_clusters, "x_key": ds.x_key, "y_key": ds.y_key,
+                                "ensemble": config.ensemble, "seed": config.seed, "metrics": config.metrics,
+                                "nmi_average": config.nmi_average, "std_ddof": config.std_ddof})
+        for method in config.methods:
+            rep_list = [-1] if (method.is_pseudo and method.scope == "pool") else list(range(reps))
+            for point_index, params in enumerate(method.points):
+                pjson = canonical_json(params)
+                for rep in rep_list:
+                    fingerprint = hashlib.sha256(
+                        f"{ds_fp}\x1f{method.name}\x1f{method.scope}\x1f{pjson}\x1f{rep}".encode()).hexdigest()[:20]
+                    cells.append({
+                        "dataset": ds.label, "method": method.label, "method_name": method.name,
+                        "scope": method.scope if method.is_pseudo else None,
+                        "point": point_index, "params": pjson, "rep": rep,
+                        "seed": derive_seed(config.seed, ds.label, rep, method.label, pjson),
+                        "fingerprint": fingerprint,
+                    })
+    return cells
+
+
+# -- data preparation (main process) --------------------------------------------------------------------
+@dataclass
+class DatasetContext:
+    """Everything the cells of one dataset need: features, labels, the pool and the draws."""
+
+    label: str
+    X: object
+    y: np.ndarray
+    n_clusters: int
+    members: np.ndarray  # the whole pool, n x m int32
+    draws: list
+    metrics: list
+    nmi_average: str
+    std_ddof: int
+
+
+def prepare_dataset(config: ExperimentConfig, ds_label: str, data_dir=None, cache_dir="results/cache/pools",
+                    progress: bool = False) -> DatasetContext:
+    from ensclust.data import load_dataset
+    from ensclust.pools import draw_ensembles, get_pool
+
+    spec = config.dataset(ds_label)
+    data_dir = data_dir or config.data_dir
+    dataset = None
+    if spec.name is not None:
+        dataset = load_dataset(spec.name, data_dir=data_dir, preprocess=spec.preprocess, params=spec.params or None,
+                               x_key=spec.x_key, y_key=spec.y_key)
+    pool_spec = {k: v for k, v in spec.pool.items() if k != "first"}
+    pool = get_pool(dataset, pool_spec, seed=config.seed, data_dir=data_dir, cache_dir=cache_dir, progress=progress)
+    members = np.asarray(pool.members)
+    first = spec.pool.get("first")
+    if first:
+        if first > members.shape[1]:
+            raise UserError(f"dataset '{ds_label}': pool has {members.shape[1]} members, fewer than first={first}")
+        members = members[:, :first]
+    if pool.y is not None:
+        y = np.asarray(pool.y)
+    elif dataset is not None:
+        y = np.asarray(dataset.y)
+    else:
+        raise UserError(f"dataset '{ds_label}': the pool file has no ground truth and no dataset is named")
+    if y.shape[0] != members.shape[0]:
+        raise UserError(f"dataset '{ds_label}': {y.shape[0]} labels but the pool has {members.shape[0]} rows")
+    n_clusters = spec.n_clusters or (dataset.n_clusters if dataset is not None else int(np.unique(y).size))
+    ens = config.ensemble
+    draws = draw_ensembles(members.shape[1], mode=ens["mode"], size=ens["size"], repetitions=ens["repetitions"],
+                           seed=ens["seed"])
+    X = dataset.X if dataset is not None else None
+    return DatasetContext(label=ds_label, X=X, y=y, n_clusters=int(n_clusters), members=members,
+                          draws=[np.asarray(d) for d in draws], metrics=list(config.metrics),
+                          nmi_average=config.nmi_average, std_ddof=config.std_ddof)
+
+
+# -- one cell (runs in a worker) --------------------------------------------------------------------------
+_trace_lock = threading.Lock()
+_trace_users = 0
+
+
+def _start_trace() -> bool:
+    global _trace_users
+    with _trace_lock:
+        if tracemalloc.is_tracing():
+            return False  # someone else (another thread's cell, or the user) is tracing: do not disturb
+        tracemalloc.start()
+        _trace_users += 1
+        return True
+
+
+def _stop_trace() -> float:
+    global _trace_users
+    with _trace_lock:
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        _trace_users -= 1
+    return peak / 2**20
+
+
+def labels_sha256(labels) -> str:
+    return hashlib.sha256(np.ascontiguousarray(labels, dtype=np.int32).tobytes()).hexdigest()
+
+
+def _json_safe(value):
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def run_cell(ctx: DatasetContext, cell: dict) -> dict:
+    """Run one cell and return its record (never raises for a failing method: the error is recorded)."""
+    from ensclust.methods import get_method, get_method_class
+    from ensclust.metrics import evaluate, member_scores
+
+    record = {k: cell[k] for k in ("dataset", "method", "method_name", "point", "params", "rep", "seed",
+                                   "fingerprint")}
+    record.update(status="ok", error=None, labels_sha256=None, n=int(ctx.members.shape[0]), m=None,
+                  n_clusters=ctx.n_clusters, n_clusters_found=None, n_iter=None, converged=None,
+                  metrics={}, metric_std={}, time_s=None, peak_mem_mb=None, mem_method=None)
+    rep = cell["rep"]
+    members = ctx.members if rep < 0 else ctx.members[:, ctx.draws[rep]]
+    record["m"] = int(members.shape[1])
+    params = json.loads(cell["params"])
+    name = cell["method_name"]
+    tracing = False
+    start = time.perf_counter()
+    try:
+        if name in ("km-avg", "km-best"):
+            scores = member_scores(members, ctx.y, ctx.metrics, ctx.nmi_average)
+            for metric, values in scores.items():
+                values = np.asarray(values, dtype=float)
+                if name == "km-avg":
+                    record["metrics"][metric] = float(values.mean())
+                    if rep < 0 and values.size > ctx.std_ddof:
+                        record["metric_std"][metric] = float(values.std(ddof=ctx.std_ddof))
+                else:
+                    record["metrics"][metric] = float(values.max())
+            record["time_s"] = time.perf_counter() - start
+            return record
+        cls = get_method_class(name)
+        method = get_method(name, **params)
+        X = ctx.X if cls.needs_features else None
+        tracing = _start_trace()
+        start = time.perf_counter()
+        labels = method.fit_predict(members, ctx.n_clusters, X=X, random_state=cell["seed"])
+        record["time_s"] = time.perf_counter() - start
+        if tracing:
+            record["peak_mem_mb"] = _stop_trace()
+            record["mem_method"] = MEM_METHOD
+            tracing = False
+        diag = dict(method.diagnostics_ or {})
+        record["n_clusters_found"] = _json_safe(diag.get("n_clusters_found", int(np.unique(labels).size)))
+        record["n_iter"] = _json_safe(diag.get("n_iter"))
+        converged = diag.get("converged")
+        record["converged"] = None if converged is None else bool(converged)
+        record["labels_sha256"] = labels_sha256(labels)
+        record["metrics"] = {k: float(v) for k, v in evaluate(ctx.y, labels, ctx.metrics, ctx.nmi_average).items()}
+    except KeyboardInterrupt:
+        raise
+    except Exception as exc:  # a failing method is recorded, the run goes on
+        record["status"] = "failed"
+        text = f"{type(exc).__name__}: {exc}".replace("\n", " ")
+        record["error"] = text[:500]
+        record["time_s"] = time.perf_counter() - start
+    finally:
+        if tracing:
+            _stop_trace()
+    return record
+
+
+def _run_task(task):
+    ctx, cell = task
+    return run_cell(ctx, cell)
+
+
+# -- orchestration -------------------------------------------------------------------------------------------
+def run_experiment(config: ExperimentConfig, *, results_root="results", jobs: int = 1, executor: str = "local",
+                   scheduler: str | None = None, force: bool = False, retry_failed: bool = False,
+                   quiet: bool = False, data_dir=None, cache_dir=None, write_reports: bool = True,
+                   cell_filter=None) -> Path:
+    """Run every unfinished cell of ``config``; returns the results folder.
+
+    ``force`` recomputes finished cells, ``retry_failed`` recomputes only the failed ones. On Ctrl-C the
+    finished cells stay stored (cells.csv is rewritten from them) and the interrupt propagates.
+    ``cell_filter(cell) -> bool`` restricts the run to some cells (used by tests and the sweep command).
+    """
+    from tqdm import tqdm
+
+    root = Path(results_root) / config.name
+    store = ResultStore(root)
+    store.save_config(config)
+    cache_dir = cache_dir or str(Path(results_root) / "cache" / "pools")
+    planned = plan_cells(config)
+    if cell_filter is not None:
+        planned = [c for c in planned if cell_filter(c)]
+
+    done: dict[int, dict] = {}
+    pending = []
+    for i, cell in enumerate(planned):
+        record = None if force else store.read_cell(cell)
+        if record is not None and retry_failed and record.get("status") != "ok":
+            record = None
+        if record is None:
+            pending.append((i, cell))
+        else:
+            done[i] = record
+
+    contexts: dict[str, DatasetContext] = {}
+    failed_datasets: dict[str, str] = {}
+
+    def tasks():
+        for i, cell in pending:
+            label = cell["dataset"]
+            if label in failed_datasets:
+                continue
+            if label not in contexts:
+                contexts.clear()  # keep one dataset in memory at a time
+                try:
+                    contexts[label] = prepare_dataset(config, label, data_dir=data_dir, cache_dir=cache_dir,
+                                                      progress=not quiet)
+                except UserError as exc:
+                    # missing data etc.: skip this dataset (nothing stored, so a later rerun computes it)
+                    failed_datasets[label] = str(exc)
+                    skipped = sum(1 for _, c in pending if c["dataset"] == label)
+                    bar.update(skipped)
+                    tqdm.write(f"ensclust: warning: dataset '{label}' skipped ({skipped} cells): {exc}")
+                    continue
+            yield i, contexts[label], cell
+
+    bar = tqdm(total=len(pending), disable=quiet or not pending, desc=config.name, unit="cell", leave=True)
+    n_failed = 0
+
+    def finish(i, record):
+        nonlocal n_failed
+        store.write_cell(record)
+        done[i] = record
+        if record["status"] != "ok":
+            n_failed += 1
+        rep = "pool" if record["rep"] < 0 else f"r{record['rep']}"
+        bar.set_postfix_str(f"{record['dataset']}/{record['method']} {rep} {record['status']}"
+                            + (f" (failed: {n_failed})" if n_failed else ""), refresh=False)
+        bar.update(1)
+
+    try:
+        if not pending:
+            pass
+        elif executor == "dask":
+            _run_dask(tasks(), finish, scheduler, jobs)
+        elif jobs == 1:
+            for i, ctx, cell in tasks():
+                finish(i, run_cell(ctx, cell))
+        else:
+            from joblib import Parallel, delayed
+
+            index_of = {}
+
+            def jobs_iter():
+                for i, ctx, cell in tasks():
+                    index_of[(cell["dataset"], cell["method"], cell["params"], cell["rep"])] = i
+                    yield delayed(_run_task)((ctx, cell))
+
+            parallel = Parallel(n_jobs=jobs, backend="loky", return_as="generator_unordered")
+            for record in parallel(jobs_iter()):
+                finish(index_of[(record["dataset"], record["method"], record["params"], record["rep"])], record)
+    finally:
+        bar.close()
+        records = [done[i] for i in sorted(done)]
+        if records:
+            store.write_aggregates(config, records)
+    if failed_datasets and len(failed_datasets) == len({c["dataset"] for _, c in pending}) and not done:
+        raise UserError("no dataset could be prepared: " + "; ".join(failed_datasets.values()))
+    if write_reports and records:
+        from ensclust.experiment.report import write_reports as _write
+
+        _write(root, config=config, quiet=quiet)
+    return root
+
+
+def _run_dask(task_iter, finish, scheduler, jobs):
+    try:
+        from distributed import Client, as_completed
+    except ImportError:
+        raise UserError("the Dask executor needs 'dask[distributed]' (pip install 'ensclust[dask]')") from None
+    if scheduler:
+        try:
+            client = Client(scheduler, timeout="10s")
+        except OSError as exc:
+            raise UserError(f"cannot connect to the Dask scheduler at {scheduler}: {exc}") from None
+        own = True
+    else:
+        client = Client(n_workers=max(1, jobs), threads_per_worker=1, processes=True)
+        own = True
+    try:
+        scattered: dict[str, object] = {}
+        futures = {}
+        for i, ctx, cell in task_iter:
+            if ctx.label not in scattered:
+                scattered.clear()
+                scattered[ctx.label] = client.scatter(ctx, broadcast=False, hash=False)
+            fut = client.submit(run_cell, scattered[ctx.label], cell, pure=False,
+                                key=f"ensclust-{cell['fingerprint']}-{i}")
+            futures[fut] = i
+        for fut in as_completed(list(futures)):
+            finish(futures[fut], fut.result())
+    finally:
+        if own:
+            client.close()

@@ -1,0 +1,157 @@
+"""The results store of one experiment: ``results/<name>/``.
+
+Layout::
+
+    experiment.json   the validated config (what the tables are rebuilt from)
+    cells/*.json      one record per finished cell, written atomically (temp file + os.replace); gitignored
+    cells.csv         all finished cells of the current plan, one row per cell (per-repetition metrics);
+                      deterministic: same config + seed -> byte-identical file (no timings in it)
+    timing.csv        wall time and peak memory per cell (not deterministic, hence a separate file)
+    table_<metric>.csv / tables.md / tables.tex   the reports
+
+Every file is written to a temporary name in the same folder and moved into place with ``os.replace``,
+so an interrupted run never leaves a half-written file: a rerun sees each cell either done or not done.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+from ensclust.errors import UserError
+from ensclust.experiment.config import ExperimentConfig, canonical_json
+
+CELL_COLUMNS = ["dataset", "method", "method_name", "point", "params", "rep", "seed", "status",
+                "labels_sha256", "n", "m", "n_clusters", "n_clusters_found", "n_iter", "converged"]
+TIMING_COLUMNS = ["dataset", "method", "point", "rep", "time_s", "peak_mem_mb", "mem_method"]
+
+
+def atomic_write_text(path, text: str) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def atomic_write_bytes(path, data: bytes) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", str(text)).strip("-")[:40] or "x"
+
+
+def cell_filename(dataset: str, method: str, params_json: str, rep: int) -> str:
+    digest = hashlib.sha1(f"{dataset}\x1f{method}\x1f{params_json}".encode()).hexdigest()[:10]
+    rep_part = "pool" if rep < 0 else f"r{rep:03d}"
+    return f"{slug(dataset)}__{slug(method)}__{digest}__{rep_part}.json"
+
+
+class ResultStore:
+    """Reads and writes the files of one experiment folder."""
+
+    def __init__(self, root):
+        self.root = Path(root)
+        self.cells_dir = self.root / "cells"
+
+    # -- config -----------------------------------------------------------------------------------
+    def save_config(self, config: ExperimentConfig) -> None:
+        atomic_write_text(self.root / "experiment.json", json.dumps(config.to_dict(), indent=2, default=str) + "\n")
+
+    def load_config(self) -> ExperimentConfig:
+        path = self.root / "experiment.json"
+        if not path.exists():
+            raise UserError(f"{self.root}: not a results folder (no experiment.json; run 'ensclust run CONFIG' first)")
+        try:
+            return ExperimentConfig.from_dict(json.loads(path.read_text(encoding="utf-8")))
+        except (ValueError, TypeError, KeyError) as exc:
+            raise UserError(f"{path}: unreadable experiment.json ({exc})") from None
+
+    # -- cells ------------------------------------------------------------------------------------
+    def cell_path(self, cell: dict) -> Path:
+        return self.cells_dir / cell_filename(cell["dataset"], cell["method"], cell["params"], cell["rep"])
+
+    def read_cell(self, cell: dict) -> dict | None:
+        path = self.cell_path(cell)
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError):
+            return None  # unreadable -> recompute (cannot happen with atomic writes, but be safe)
+        if record.get("fingerprint") != cell["fingerprint"]:
+            return None  # stale: the config changed for this cell
+        return record
+
+    def write_cell(self, record: dict) -> None:
+        atomic_write_text(self.cell_path(record), json.dumps(record, sort_keys=True, default=str) + "\n")
+
+    # -- aggregated tables ------------------------------------------------------------------------
+    def write_aggregates(self, config: ExperimentConfig, records: list[dict]) -> pd.DataFrame:
+        """Write cells.csv and timing.csv for ``records`` (sorted by plan order); returns the cells frame."""
+        cells = records_to_frame(config, records)
+        atomic_write_text(self.root / "cells.csv", cells.to_csv(index=False, lineterminator="\n"))
+        timing = pd.DataFrame([{k: r.get(k) for k in TIMING_COLUMNS} for r in records], columns=TIMING_COLUMNS)
+        atomic_write_text(self.root / "timing.csv", timing.to_csv(index=False, lineterminator="\n"))
+        return cells
+
+    def load_cells(self) -> pd.DataFrame:
+        path = self.root / "cells.csv"
+        if not path.exists():
+            raise UserError(f"{self.root}: no cells.csv (the experiment has not finished any cell yet)")
+        frame = pd.read_csv(path, dtype={"params": str, "labels_sha256": str, "error": str},
+                            keep_default_na=False, na_values=[""])
+        return frame
+
+    def load_timing(self) -> pd.DataFrame | None:
+        path = self.root / "timing.csv"
+        return pd.read_csv(path) if path.exists() else None
+
+
+def records_to_frame(config: ExperimentConfig, records: list[dict]) -> pd.DataFrame:
+    metric_cols = list(config.metrics)
+    std_cols = [f"{m}_std" for m in config.metrics]
+    columns = CELL_COLUMNS + metric_cols + std_cols + ["error"]
+    rows = []
+    for r in records:
+        row = {k: r.get(k) for k in CELL_COLUMNS}
+        for m in metric_cols:
+            row[m] = (r.get("metrics") or {}).get(m)
+        for m in config.metrics:
+            row[f"{m}_std"] = (r.get("metric_std") or {}).get(m)
+        row["error"] = r.get("error")
+        rows.append(row)
+    frame = pd.DataFrame(rows, columns=columns)
+    # numbers are written with full precision by pandas; round-trip stable (repr of float64)
+    return frame
+
+
+def params_json(params: dict) -> str:
+    return canonical_json(params)
