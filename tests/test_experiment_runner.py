@@ -1,0 +1,258 @@
+"""The cell runner: store layout, determinism, resume after an interrupt, failing cells, tuning policies."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ensclust.experiment.config import load_config_text
+from ensclust.experiment.runner import plan_cells, run_experiment
+from ensclust.experiment.store import ResultStore
+from ensclust.experiment.tuning import summarize
+from ensclust.methods import ConsensusMethod, Param, list_methods, register
+from ensclust.methods.eac import EACAverage
+
+_INTERRUPT = {"after": None, "count": 0}
+
+
+class _Interrupting(EACAverage):
+    """EAC-AL that raises KeyboardInterrupt after a number of fits (simulates Ctrl-C half-way)."""
+
+    name = "test-interrupt"
+
+    def _fit(self, members, n_clusters, X, rng):
+        _INTERRUPT["count"] += 1
+        if _INTERRUPT["after"] is not None and _INTERRUPT["count"] > _INTERRUPT["after"]:
+            raise KeyboardInterrupt
+        return super()._fit(members, n_clusters, X, rng)
+
+
+class _Failing(ConsensusMethod):
+    """Fails on odd repetitions' ensembles when `fail` is set (checks that failures are recorded)."""
+
+    name = "test-failing"
+    params = {"fail": Param(True, type="bool"), "shift": Param(0.0, low=0.0, high=1.0)}
+    randomized = True
+
+    def _fit(self, members, n_clusters, X, rng):
+        if self.fail and rng.random() < 0.5:
+            raise ValueError("planned failure")
+        labels = members[:, 0] % n_clusters
+        self.diagnostics_ = {"n_iter": 3, "converged": True}
+        return labels
+
+
+for _cls in (_Interrupting, _Failing):
+    if _cls.name not in list_methods():
+        register(_cls)
+
+
+CONFIG = """name: {name}
+seed: 3
+datasets:
+  - name: blobs
+    label: Blobs
+    params: {{n_samples: 60, centers: 3, random_state: 0}}
+  - name: iris
+    label: Iris
+pool: {{generator: kmeans, k: c, size: 8}}
+ensemble: {{mode: random, size: 5, repetitions: 3, seed: 1}}
+methods:
+  - name: km-avg
+    label: KM-avg
+  - name: km-best
+    label: KM-best
+    scope: ensemble
+  - name: {method}
+    label: EAC
+metrics: [ari, nmi]
+outputs: [csv, markdown, latex]
+"""
+
+
+def make_config(name="t", method="eac-al"):
+    return load_config_text(CONFIG.format(name=name, method=method), f"{name}.yaml")
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("pools"))
+
+
+def run(cfg, root, cache, **kw):
+    return run_experiment(cfg, results_root=root, cache_dir=cache, quiet=True, **kw)
+
+
+def test_plan_and_store_layout(tmp_path, cache):
+    cfg = make_config()
+    cells = plan_cells(cfg)
+    # KM-avg over the pool: 1 cell per dataset; KM-best per ensemble and EAC: 3 repetitions each
+    assert len(cells) == 2 * (1 + 3 + 3)
+    assert len({c["seed"] for c in cells}) == len(cells)
+    root = run(cfg, tmp_path, cache)
+    for name in ("experiment.json", "cells.csv", "timing.csv", "table_ari.csv", "table_nmi.csv", "tables.md",
+                 "tables.tex"):
+        assert (root / name).exists(), name
+    frame = pd.read_csv(root / "cells.csv")
+    assert len(frame) == len(cells) and (frame["status"] == "ok").all()
+    eac = frame[frame["method"] == "EAC"]
+    assert eac["labels_sha256"].str.len().eq(64).all() and (eac["n_clusters_found"] == 3).all()
+    assert (eac["m"] == 5).all()
+    pool_row = frame[(frame["method"] == "KM-avg") & (frame["dataset"] == "Iris")].iloc[0]
+    assert pool_row["rep"] == -1 and pool_row["m"] == 8 and pool_row["ari_std"] > 0
+    timing = pd.read_csv(root / "timing.csv")
+    assert (timing.loc[timing["method"] == "EAC", "peak_mem_mb"] > 0).all()
+    assert len(list((root / "cells").glob("*.json"))) == len(cells)
+
+
+def test_determinism_two_runs_identical(tmp_path, cache):
+    a = run(make_config(), tmp_path / "a", cache)
+    b = run(make_config(), tmp_path / "b", cache)
+    assert (a / "cells.csv").read_bytes() == (b / "cells.csv").read_bytes()
+    for name in ("table_ari.csv", "tables.md", "tables.tex"):
+        assert (a / name).read_bytes() == (b / name).read_bytes(), name
+
+
+def test_cell_records_match_direct_computation(tmp_path, cache):
+    """The stored ARI of a cell is the metric of the method run on that repetition's ensemble."""
+    from ensclust.experiment.runner import labels_sha256, prepare_dataset
+    from ensclust.methods import get_method
+    from ensclust.metrics import ari
+
+    cfg = make_config()
+    root = run(cfg, tmp_path, cache)
+    frame = pd.read_csv(root / "cells.csv")
+    ctx = prepare_dataset(cfg, "Iris", cache_dir=cache)
+    cell = next(c for c in plan_cells(cfg) if c["dataset"] == "Iris" and c["method"] == "EAC" and c["rep"] == 2)
+    labels = get_method("eac-al").fit_predict(ctx.members[:, ctx.draws[2]], 3, random_state=cell["seed"])
+    row = frame[(frame["dataset"] == "Iris") & (frame["method"] == "EAC") & (frame["rep"] == 2)].iloc[0]
+    assert row["labels_sha256"] == labels_sha256(labels)
+    assert row["ari"] == pytest.approx(ari(ctx.y, labels), abs=0)
+
+
+def test_resume_after_interrupt_gives_same_tables(tmp_path, cache):
+    reference = run(make_config("r", "test-interrupt"), tmp_path / "ref", cache)
+    _INTERRUPT.update(after=2, count=0)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run(make_config("r", "test-interrupt"), tmp_path / "int", cache)
+    finally:
+        _INTERRUPT.update(after=None, count=0)
+    partial = pd.read_csv(tmp_path / "int" / "r" / "cells.csv")
+    total = len(plan_cells(make_config("r", "test-interrupt")))
+    assert 0 < len(partial) < total  # the store holds exactly the finished cells
+    assert not list((tmp_path / "int" / "r" / "cells").glob("*.tmp"))
+    resumed = run(make_config("r", "test-interrupt"), tmp_path / "int", cache)
+    assert _INTERRUPT["count"] == 6 - 2  # only the unfinished EAC cells ran again (2 of 6 were done)
+    for name in ("cells.csv", "table_ari.csv", "table_nmi.csv", "tables.md"):
+        assert (resumed / name).read_bytes() == (reference / name).read_bytes(), name
+
+
+def test_rerun_skips_and_force_recomputes(tmp_path, cache):
+    cfg = make_config("s", "test-interrupt")
+    run(cfg, tmp_path, cache)
+    _INTERRUPT.update(count=0)
+    run(cfg, tmp_path, cache)
+    assert _INTERRUPT["count"] == 0
+    run(cfg, tmp_path, cache, force=True)
+    assert _INTERRUPT["count"] == 6
+
+
+def test_config_change_invalidates_cells(tmp_path, cache):
+    cfg = make_config("c", "test-interrupt")
+    run(cfg, tmp_path, cache)
+    cfg.metrics = ["ari"]  # changes the fingerprint of every cell
+    _INTERRUPT.update(count=0)
+    run(cfg, tmp_path, cache)
+    assert _INTERRUPT["count"] == 6
+
+
+def test_failing_cells_are_recorded_and_run_continues(tmp_path, cache):
+    cfg = make_config("f", "test-failing")
+    root = run(cfg, tmp_path, cache)
+    frame = pd.read_csv(root / "cells.csv", keep_default_na=False, na_values=[""])
+    eac = frame[frame["method"] == "EAC"]
+    failed = eac[eac["status"] == "failed"]
+    ok = eac[eac["status"] == "ok"]
+    assert len(failed) > 0 and len(ok) > 0  # with these seeds both happen
+    assert failed["error"].str.contains("ValueError: planned failure").all()
+    assert ok["n_iter"].eq(3).all() and ok["converged"].astype(str).eq("True").all()
+    table = pd.read_csv(root / "table_ari.csv")
+    eac_rows = table[table["method"] == "EAC"]
+    assert (eac_rows["n"] + eac_rows["n_failed"] == 3).all()
+    # --retry-failed reruns exactly the failed cells (same seeds -> same failures)
+    run(cfg, tmp_path, cache, retry_failed=True)
+    again = pd.read_csv(root / "cells.csv", keep_default_na=False, na_values=[""])
+    assert list(again["status"]) == list(frame["status"])
+
+
+GRID = """name: g
+seed: 0
+datasets:
+  - name: iris
+    label: Iris
+pool: {generator: kmeans, k: [2, 6], size: 10}
+ensemble: {mode: random, size: 4, repetitions: 4, seed: 2}
+methods:
+  - name: test-failing
+    label: best-mean
+    params: {fail: false}
+    grid: {shift: [0.0, 0.5]}
+    tuning: oracle-best-mean
+  - name: lwea
+    label: LWEA-mean
+    grid: {theta: [0.1, 0.4, 0.9]}
+    tuning: oracle-best-mean
+  - name: lwea
+    label: LWEA-rep
+    grid: {theta: [0.1, 0.4, 0.9]}
+    tuning: oracle-per-repetition
+  - name: lwea
+    label: LWEA
+    grid: {theta: [0.1, 0.4, 0.9]}
+    tuning: each
+metrics: [ari, nmi]
+tune_metric: per-metric
+outputs: [csv]
+"""
+
+
+def test_tuning_policies(tmp_path, cache):
+    cfg = load_config_text(GRID, "g.yaml")
+    root = run(cfg, tmp_path, cache)
+    cells = ResultStore(root).load_cells()
+    rows = {(r.method, r.metric): r for r in summarize(cfg, cells)}
+    lwea = cells[cells["method"] == "LWEA-mean"]
+    for metric in ("ari", "nmi"):
+        means = lwea.groupby("point")[metric].mean()
+        best = int(means.idxmax())
+        assert rows[("LWEA-mean", metric)].mean == pytest.approx(means.max())
+        assert rows[("LWEA-mean", metric)].params == f"theta={[0.1, 0.4, 0.9][best]:g}"
+        per_rep = cells[cells["method"] == "LWEA-rep"].groupby("rep")[metric].max()
+        assert rows[("LWEA-rep", metric)].mean == pytest.approx(per_rep.mean())
+        assert rows[("LWEA-rep", metric)].params.startswith("per repetition: theta=")
+        for i, theta in enumerate((0.1, 0.4, 0.9)):
+            row = rows[(f"LWEA [theta={theta:g}]", metric)]
+            assert row.mean == pytest.approx(lwea[lwea["point"] == i][metric].mean())
+    assert rows[("LWEA-rep", "ari")].mean >= rows[("LWEA-mean", "ari")].mean - 1e-12
+    table = pd.read_csv(root / "table_ari.csv")
+    assert set(table["policy"]) >= {"oracle-best-mean on ARI", "oracle-per-repetition on ARI", "each"}
+    caption = table["caption"].iloc[0]
+    assert "LWEA-mean: oracle-best-mean on ARI (ground-truth oracle) [Iris: theta=" in caption
+    assert "best-mean: oracle-best-mean on ARI (ground-truth oracle) [Iris: shift=0]" in caption  # tie -> first
+
+
+def test_joblib_jobs_same_as_serial(tmp_path, cache):
+    a = run(make_config(), tmp_path / "serial", cache)
+    b = run(make_config(), tmp_path / "jobs", cache, jobs=2)
+    assert (a / "cells.csv").read_bytes() == (b / "cells.csv").read_bytes()
+
+
+def test_cell_json_is_complete(tmp_path, cache):
+    root = run(make_config(), tmp_path, cache)
+    record = json.loads(next((root / "cells").glob("Iris__EAC__*__r000.json")).read_text())
+    for key in ("labels_sha256", "metrics", "time_s", "peak_mem_mb", "mem_method", "n_iter", "converged",
+                "n_clusters_found", "error", "seed", "fingerprint"):
+        assert key in record
+    assert record["mem_method"] == "tracemalloc-peak" and np.isfinite(record["time_s"])
