@@ -56,8 +56,11 @@ def canonical_column_order(B) -> np.ndarray:
     return np.array(sorted(range(csc.shape[1]), key=keys.__getitem__), dtype=np.int64)
 
 
-def _graph_arrays(W, check_symmetric: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _graph_arrays(W, check_symmetric: bool, prepared: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """CSR arrays of a symmetric weighted graph without self loops and without zero edges."""
+    if prepared and sparse.isspmatrix_csr(W):
+        # caller guarantees: symmetric, zero diagonal, no explicit zeros - avoid an nnz-sized copy
+        return W.indptr.astype(np.int64), W.indices.astype(np.int64), W.data
     W = sparse.csr_matrix(W, copy=True)
     W.setdiag(0)
     W.eliminate_zeros()
@@ -68,7 +71,8 @@ def _graph_arrays(W, check_symmetric: bool) -> tuple[np.ndarray, np.ndarray, np.
 
 
 def metis_partition(W, n_parts: int, *, seed: int, vweights=None, recursive: bool = True,
-                    ufactor: int | None = None, check_symmetric: bool = True) -> np.ndarray:
+                    ufactor: int | None = None, check_symmetric: bool = True,
+                    prepared: bool = False) -> np.ndarray:
     """METIS partition of the graph with symmetric sparse integer weight matrix ``W`` into ``n_parts``.
 
     Parameters
@@ -82,6 +86,8 @@ def metis_partition(W, n_parts: int, *, seed: int, vweights=None, recursive: boo
         ClusterPack's ``pmetis``) when True, k-way otherwise.
     ufactor : METIS imbalance (1/1000); None keeps METIS's default (1 for recursive, 30 for k-way).
     check_symmetric : verify the symmetry (skip it for large matrices symmetric by construction).
+    prepared : ``W`` is a CSR matrix that is symmetric, has a zero diagonal and no stored zeros; it is then
+        used as is (saves a copy of the largest array, e.g. CSPA's co-association graph).
 
     Returns
     -------
@@ -95,7 +101,7 @@ def metis_partition(W, n_parts: int, *, seed: int, vweights=None, recursive: boo
         return np.zeros(n, dtype=np.int64)
     if k >= n:
         return np.arange(n, dtype=np.int64)
-    indptr, indices, data = _graph_arrays(W, check_symmetric)
+    indptr, indices, data = _graph_arrays(W, check_symmetric, prepared)
     if data.size and (np.any(data <= 0) or not np.all(data == np.round(data))):
         raise ValueError("METIS edge weights must be positive integers")
     opts = {"seed": int(seed)}

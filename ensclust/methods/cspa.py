@@ -26,6 +26,7 @@ def cspa_graph(members: np.ndarray, *, quantize: bool = True):
     C = coassociation_counts(members)  # int32 counts; dividing by m is irrelevant after the rescaling
     C.setdiag(0)
     C.eliminate_zeros()
+    C.sort_indices()  # METIS is sensitive to neighbour order; sorted order does not depend on member order
     if not quantize:
         return C
     m = members.shape[1]
@@ -71,6 +72,6 @@ class CSPA(ConsensusMethod):
     def _fit(self, members, n_clusters, X, rng):
         W = cspa_graph(members, quantize=self.quantize)
         labels = metis_partition(W, n_clusters, seed=int_seed(rng), recursive=self.partitioner == "recursive",
-                                 check_symmetric=False)  # B B^T is symmetric by construction
+                                 prepared=True)  # B B^T: symmetric by construction, diagonal and zeros removed
         self.diagnostics_ = {"graph_edges": int(W.nnz // 2)}
         return labels
