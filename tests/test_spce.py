@@ -1,0 +1,405 @@
+"""SPCE test oracle (specs/spce.md section 8) and agreement with a literal dense reference (spec 3.6)."""
+
+import numpy as np
+import pytest
+from scipy.sparse.csgraph import connected_components
+
+from ensclust.methods import get_method
+from ensclust.methods._spce_pairs import build_pair_table
+from ensclust.methods._spce_spectrum import Embedding, smallest_eigenpairs
+from ensclust.methods.spce import (
+    alpha_update,
+    lambda_schedule,
+    member_losses,
+    s_update,
+    self_paced_weights,
+    upper_matrix,
+)
+from ensclust.metrics import acc, ari
+from ensclust.testing import check_method_properties, same_partition
+
+TINY = np.array([[0, 0, 0, 0, 1, 1, 1, 1], [0, 0, 0, 1, 1, 1, 1, 1],
+                 [0, 0, 0, 0, 1, 1, 1, 0], [1, 1, 0, 0, 0, 0, 0, 0]]).T
+
+
+# ----------------------------------------------------------------------------------------------------
+# A literal dense implementation of spec 3.6 (n x n x m stack, dense eigh), checking invariants as it goes.
+def conn(labels):
+    return (labels[:, None] == labels[None, :]).astype(float)
+
+
+def objective10(S, Ss, W, alpha, lam, gamma, rho, Y):
+    data = sum(np.sum(((S - Si) * W) ** 2) / a for Si, a in zip(Ss, alpha, strict=True))
+    E = np.sum((Y[:, None, :] - Y[None, :, :]) ** 2, axis=2)
+    # the trace term as in eq. (14)/(15), rho sum_pq E_pq S_pq = 2 rho tr(Y^T L Y): what eq. (16) minimises
+    return data - lam * W.sum() + gamma * np.count_nonzero(S) + rho * np.sum(E * S)
+
+
+def reference_spce(P, c, theta, variant="spce", check_blocks=True):
+    n, m = P.shape
+    Ss = [conn(P[:, i]) for i in range(m)]
+    count = sum(Ss)
+    Shat = count / m
+    one, zero = count == m, count == 0
+    gamma = m * m * theta ** 2
+
+    def eig(S):
+        L = np.diag(S.sum(1)) - S
+        vals, vecs = np.linalg.eigh(L)
+        return vecs[:, :c], vals
+
+    S = Shat.copy()
+    Y, _ = eig(S)
+    rho, alpha, W = 1.0, np.full(m, 1 / m), None
+    rhos, objs, iters = [], [], []
+    for r, cap in zip([0.9, 0.8, 0.7, 0.6, 0.5], [5, 5, 5, 5, 20], strict=True):
+        lam = 2 * ((r - 1) ** 2 * r + r ** 2 * (1 - r)) * m * m
+        if variant == "spce" or W is None:
+            B = sum((S - Si) ** 2 / a for Si, a in zip(Ss, alpha, strict=True))
+            with np.errstate(divide="ignore"):
+                W = np.minimum(np.where(B > 0, lam / (2 * B), 1.0), 1.0)
+            if variant == "spce-w":
+                W = np.ones((n, n))
+            assert np.all(W > 0) and np.all(W <= 1) and np.all(W[one | zero] == 1)
+        it = 0
+        for it in range(cap):
+            a = np.sum(1 / alpha)
+            G = sum(Si / al for Si, al in zip(Ss, alpha, strict=True))
+            E = np.sum((Y[:, None, :] - Y[None, :, :]) ** 2, axis=2)
+            before = objective10(S, Ss, W, alpha, lam, gamma, rho, Y)
+            C = (G - rho * E / (2 * W * W)) / a
+            S = np.where(C < np.sqrt(gamma) / (W * np.sqrt(a)), 0.0, np.minimum(C, 1.0))
+            S[one] = 1.0
+            S[zero] = 0.0
+            S = (S + S.T) / 2
+            # invariants after every S-update (spec 8.7)
+            assert np.allclose(S, S.T) and S.min() >= 0 and S.max() <= 1
+            assert np.all(np.diag(S) == 1) and np.all(S[zero] == 0) and not np.any(S[~one] == 1)
+            after_s = objective10(S, Ss, W, alpha, lam, gamma, rho, Y)
+            Y_old = Y
+            Y, ev = eig(S)
+            after_y = objective10(S, Ss, W, alpha, lam, gamma, rho, Y)
+            phi = np.array([np.linalg.norm((S - Si) * W) for Si in Ss])
+            alpha = phi / phi.sum() if phi.sum() > 0 else np.full(m, 1 / m)
+            assert abs(alpha.sum() - 1) < 1e-12 and alpha.min() >= 0
+            after_a = objective10(S, Ss, W, alpha, lam, gamma, rho, Y)
+            if check_blocks:  # every block step solves its subproblem (Sec. III-D), W and rho fixed
+                tol = 1e-9 * max(1.0, abs(before))
+                assert after_s <= before + tol and after_y <= after_s + tol and after_a <= after_y + tol
+            objs.append(after_a)
+            if ev[:c].sum() > 1e-9:
+                rho *= 2
+            elif ev[:c + 1].sum() < 1e-11:
+                rho /= 2
+                Y = Y_old
+            elif it > 0:
+                rhos.append(rho)
+                break
+            rhos.append(rho)
+        iters.append(it + 1)
+    _, labels = connected_components(S != 0, directed=False)
+    return labels, S, rhos, objs, iters
+
+
+# ----------------------------------------------------------------------------------------------------
+def test_lambda_schedule():  # spec 8.1
+    rs = [0.9, 0.8, 0.7, 0.6, 0.5]
+    assert np.allclose([lambda_schedule(r, 20) for r in rs], [72, 128, 168, 192, 200])
+    assert np.allclose([lambda_schedule(r, 9) for r in rs], [14.58, 25.92, 34.02, 38.88, 40.5])
+    for r in np.linspace(0.01, 0.99, 50):
+        assert np.isclose(lambda_schedule(r, 7), 2 * 49 * r * (1 - r))
+
+
+def test_initial_B_and_W_table():  # spec 8.2
+    m = 4
+    shat = 0.75
+    B = m * m * shat * (1 - shat)
+    assert B == 3.0
+    table = {0.5: 0.36, 0.6: 0.375, 0.7: 0.428571428571, 0.8: 0.5625, 0.9: 1, 0.95: 1, 0.2: 0.5625}
+    for m in (9, 20):
+        lam = lambda_schedule(0.9, m)
+        for s, w in table.items():
+            W = self_paced_weights(np.array([m * m * s * (1 - s)]), lam)[0]
+            assert np.isclose(W, w, atol=1e-9), (m, s, W)
+    assert self_paced_weights(np.array([0.0]), 1.0)[0] == 1.0
+
+
+def test_W_closed_form_bruteforce():  # spec 8.3
+    rng = np.random.default_rng(0)
+    grid = np.linspace(0, 1, 200001)
+    for _ in range(30):
+        B, lam = rng.uniform(0.01, 5), rng.uniform(0.01, 5)
+        w = self_paced_weights(np.array([B]), lam)[0]
+        best = grid[np.argmin(B * grid ** 2 - lam * grid)]
+        assert abs((B * w ** 2 - lam * w) - (B * best ** 2 - lam * best)) < 1e-9
+
+
+def test_S_closed_form_bruteforce():  # spec 8.4
+    rng = np.random.default_rng(1)
+    grid = np.linspace(0, 1, 100001)
+    for _ in range(200):
+        C = rng.uniform(-0.5, 1.5)
+        tau = rng.uniform(0, 1)
+        a = 1.0
+        # s_update with G = C a, E = 0, W = 1, gamma = tau a (so sqrt(tau) = sqrt(gamma)/(W sqrt(a)))
+        s = s_update(np.array([C * a]), np.array([0.0]), np.array([1.0]), a, 0.0, tau * a)[0]
+        cost = (grid - C) ** 2 + tau * (grid != 0)
+        assert (s - C) ** 2 + tau * (s != 0) <= cost.min() + 1e-9
+    # Counter-case outside the regime tau <= 1 (AMBIGUITY A4): C = 1, tau = 1.5. Eq. (17) as printed returns
+    # 1 (cost 1.5); the [CODE] order (threshold first, then clip) returns 0, the true minimiser (cost 1.0).
+    # We follow the [CODE] order; free pairs always have C < 1, so the two never differ in SPCE itself.
+    s = s_update(np.array([1.0]), np.array([0.0]), np.array([1.0]), 1.0, 0.0, 1.5)[0]
+    assert s == 0.0
+
+
+def test_completing_the_square():  # spec 8.5
+    rng = np.random.default_rng(2)
+    for _ in range(20):
+        m = 6
+        alpha = rng.dirichlet(np.ones(m))
+        Si = rng.integers(0, 2, m)
+        W, e, rho = rng.uniform(0.1, 1), rng.uniform(0, 2), rng.uniform(0, 5)
+        a = np.sum(1 / alpha)
+        C = (np.sum(Si / alpha) - rho * e / (2 * W * W)) / a
+        vals = [np.sum((s - Si) ** 2 / alpha) * W * W + rho * e * s - W * W * a * (s - C) ** 2
+                for s in np.linspace(0, 1, 7)]
+        assert np.ptp(vals) < 1e-9 * max(1, abs(vals[0]))
+
+
+def test_alpha_closed_form():  # spec 8.6
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        loss = rng.uniform(0, 3, 8)
+        alpha = alpha_update(loss, 1e-12)
+        value = np.sum(loss / alpha)
+        assert np.isclose(value, np.sum(np.sqrt(loss)) ** 2)
+        assert value <= np.sum(loss / np.full(8, 1 / 8)) + 1e-12
+        assert value <= np.sum(loss / rng.dirichlet(np.ones(8))) + 1e-12
+    assert np.allclose(alpha_update(np.zeros(5), 1e-12), 0.2)
+    one_zero = alpha_update(np.array([0.0, 1.0, 4.0]), 1e-12)
+    assert one_zero[0] > 0 and np.isclose(one_zero.sum(), 1)
+
+
+def test_degenerate_identical_members():  # spec 8.8
+    y = np.repeat([0, 1, 2], [4, 3, 5])
+    for name in ("spce", "spce-w", "spce-fixw"):
+        method = get_method(name, theta=0.5)
+        out = method.fit_predict(np.column_stack([y] * 5), 3)
+        assert same_partition(out, y)
+        d = method.diagnostics_
+        assert d["n_components"] == 3 and d["n_free_pairs"] == 0 and np.allclose(d["alpha"], 0.2)
+
+
+def test_uniform_alpha_reduction():  # spec 8.9: W = 1, theta = 0, rho = 0, uniform alpha -> S = S_hat
+    rng = np.random.default_rng(4)
+    P = rng.integers(0, 3, (15, 6))
+    table = build_pair_table(P)
+    m = 6
+    alpha = np.full(m, 1 / m)
+    G = (table.patterns @ (1 / alpha))[table.pattern]
+    shat = table.pattern_counts()[table.pattern] / m
+    S = s_update(G, np.zeros_like(G), np.ones_like(G), float(np.sum(1 / alpha)), 0.0, 0.0)
+    assert np.allclose(S, shat)
+
+
+def test_pair_table_matches_dense():
+    rng = np.random.default_rng(5)
+    P = rng.integers(0, 4, (30, 7))
+    table = build_pair_table(P)
+    count = sum(conn(P[:, i]) for i in range(7))
+    iu = np.triu_indices(30, 1)
+    positive = count[iu] > 0
+    assert table.n_pairs == positive.sum()
+    assert np.all(count[table.rows, table.cols] > 0)
+    assert np.all(table.rows < table.cols) and np.all(np.diff(table.rows) >= 0)
+    free_counts = count[table.rows[table.free], table.cols[table.free]]
+    assert np.array_equal(free_counts, table.pattern_counts()[table.pattern])
+    assert np.all(count[table.rows[table.ones], table.cols[table.ones]] == 7)
+    for t in range(table.n_free):
+        p, q = table.rows[table.free[t]], table.cols[table.free[t]]
+        assert np.array_equal(table.patterns[table.pattern[t]], P[p] == P[q])
+
+
+def test_member_losses_match_dense():
+    rng = np.random.default_rng(6)
+    n, m = 25, 5
+    P = rng.integers(0, 3, (n, m))
+    table = build_pair_table(P)
+    S_free = rng.uniform(0, 1, table.n_free) * (rng.random(table.n_free) > 0.3)
+    W = rng.uniform(0.2, 1, table.n_free)
+    S = upper_matrix(table, S_free).toarray()
+    S = S + S.T + np.eye(n)
+    Wd = np.ones((n, n))
+    Wd[table.rows[table.free], table.cols[table.free]] = W
+    Wd[table.cols[table.free], table.rows[table.free]] = W
+    dense = [np.sum(((S - conn(P[:, i])) * Wd) ** 2) for i in range(m)]
+    assert np.allclose(member_losses(table, W * W, S_free), dense)
+
+
+def test_trace_identity_and_embedding():  # spec 8.10
+    rng = np.random.default_rng(7)
+    n, c = 30, 3
+    A = rng.uniform(0, 1, (n, n)) * (rng.random((n, n)) < 0.3)
+    A = np.triu(A, 1)
+    from scipy import sparse
+    spec = smallest_eigenpairs(sparse.csr_matrix(A), c, rank_test="dense")
+    Y = spec.embedding.extra
+    S = A + A.T
+    L = np.diag(S.sum(1)) - S
+    E = np.sum((Y[:, None] - Y[None]) ** 2, axis=2)
+    assert np.isclose(np.trace(Y.T @ L @ Y), 0.5 * np.sum(E * S))
+    Q, _ = np.linalg.qr(rng.standard_normal((c, c)))
+    E2 = np.sum(((Y @ Q)[:, None] - (Y @ Q)[None]) ** 2, axis=2)
+    assert np.allclose(E, E2)
+    # the structured (component-based) embedding gives the same distances and eigenvalues
+    fast = smallest_eigenpairs(sparse.csr_matrix(A), c, rank_test="eigen")
+    iu = np.triu_indices(n, 1)
+    assert np.allclose(fast.embedding.sqdist(iu[0], iu[1]), E[iu], atol=1e-8)
+    assert np.allclose(fast.values, np.maximum(spec.values, 0), atol=1e-10)
+    assert np.isclose(fast.trace, spec.trace, atol=1e-10)
+
+
+def test_lobpcg_path_matches_dense():
+    rng = np.random.default_rng(8)
+    n, c = 400, 4
+    y = np.repeat(np.arange(c), n // c)
+    A = rng.uniform(0, 1, (n, n)) * (rng.random((n, n)) < np.where(y[:, None] == y[None], 0.3, 0.01))
+    from scipy import sparse
+    A = sparse.csr_matrix(np.triu(A, 1))
+    from threadpoolctl import threadpool_limits
+    with threadpool_limits(limits=1):
+        dense = smallest_eigenpairs(A, c, rank_test="eigen", dense_limit=10_000)
+        iterative = smallest_eigenpairs(A, c, rank_test="eigen", dense_limit=50, tol=1e-10, maxiter=2000)
+    assert np.allclose(dense.values, iterative.values, rtol=1e-6, atol=1e-9)
+    iu = np.triu_indices(n, 1)
+    assert np.allclose(dense.embedding.sqdist(iu[0], iu[1]), iterative.embedding.sqdist(iu[0], iu[1]),
+                       atol=1e-6)
+
+
+def test_tiny_regression_case():  # spec 8.11
+    out = get_method("spce", theta=0.3).fit(TINY, 2)
+    d = out.diagnostics_
+    assert out.labels_.tolist() == [0, 0, 0, 0, 1, 1, 1, 1] and d["n_components"] == 2
+    assert d["rho"][:4] == [2.0, 4.0, 8.0, 8.0] and set(d["rho"]) == {2.0, 4.0, 8.0}
+    assert d["branch"][:4] == ["double", "double", "double", "exit"] and d["inner_iterations"][0] == 4
+    for theta in (0.5, 0.7):
+        out = get_method("spce", theta=theta).fit(TINY, 2)
+        d = out.diagnostics_
+        groups = sorted(sorted(np.flatnonzero(out.labels_ == k).tolist()) for k in np.unique(out.labels_))
+        assert groups == [[0, 1], [2], [3], [4, 5, 6], [7]]
+        assert set(d["branch"]) == {"halve"} and d["n_iter"] == 40 and d["inner_iterations"] == [5, 5, 5, 5, 20]
+        assert d["fallback_needed"] and not d["fallback_applied"] and not d["rank_target_reached"]
+    out = get_method("spce", theta=0.0).fit_predict(TINY, 2)
+    assert out.tolist() == [0, 0, 0, 1, 1, 1, 1, 1]
+
+
+def _noisy_ensemble(seed, n=90, c=3, m=20, noise=0.2):
+    rng = np.random.default_rng(seed)
+    y = np.repeat(np.arange(c), n // c)
+    cols = []
+    for _ in range(m):
+        lab = y.copy()
+        idx = rng.choice(n, int(noise * n), replace=False)
+        lab[idx] = rng.integers(0, c, idx.size)
+        cols.append(rng.permutation(c)[lab])
+    return np.column_stack(cols), y
+
+
+@pytest.mark.parametrize("theta", [0.0, 0.1, 0.2])
+def test_planted_noise_recovery(theta):  # spec 8.12: ACC = 1 for theta <= 0.2 on >= 18/20 seeds
+    hits = 0
+    for seed in range(20):
+        P, y = _noisy_ensemble(seed)
+        out = get_method("spce", theta=theta).fit_predict(P, 3)
+        hits += acc(y, out) == 1.0 and out.max() == 2
+    assert hits >= 18
+
+
+def test_large_theta_fragments_and_noW_less():  # spec 8.12, seed-0 qualitative behaviour (theta/W threshold)
+    P, _ = _noisy_ensemble(0)
+    spce = get_method("spce", theta=0.5).fit(P, 3).diagnostics_["n_components"]
+    now = get_method("spce-w", theta=0.6).fit(P, 3).diagnostics_["n_components"]
+    assert spce > 3 and now < spce
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("variant", ["spce", "spce-w", "spce-fixw"])
+def test_matches_dense_reference(seed, variant):
+    rng = np.random.default_rng(100 + seed)
+    n, c, m = 36, 3, 8
+    y = np.repeat(np.arange(c), n // c)
+    P = np.column_stack([np.where(rng.random(n) < 0.25, rng.integers(0, c, n), y) for _ in range(m)])
+    theta = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5][seed]
+    ref_labels, ref_S, ref_rhos, ref_objs, ref_iters = reference_spce(P, c, theta, variant)
+    for rank_test in ("dense", "eigen", "components"):
+        method = get_method(variant, theta=theta, rank_test=rank_test)
+        labels = method.fit_predict(P, c)
+        d = method.diagnostics_
+        assert same_partition(labels, ref_labels)
+        assert d["rho"] == ref_rhos and d["inner_iterations"] == ref_iters
+        assert np.allclose(method.consensus_matrix_.toarray(), ref_S, atol=1e-9)
+        assert np.allclose(d["objective"], ref_objs, rtol=1e-8, atol=1e-6)
+
+
+def test_variants_weights():
+    P, _ = _noisy_ensemble(3, n=45)
+    fix = get_method("spce-fixw", theta=0.2).fit(P, 3)
+    assert fix.diagnostics_["variant"] == "spce-fixw"
+    coassoc = get_method("spce-fixw", theta=0.2, fixw_mode="coassoc").fit(P, 3)
+    assert coassoc.labels_.shape == (45,)
+    # spce-w: W = 1, so -lambda ||W||_1 = -lambda n^2 in every objective entry of a stage
+    now = get_method("spce-w", theta=0.2).fit(P, 3).diagnostics_
+    assert len(now["objective"]) == now["n_iter"]
+
+
+def test_objective_monotone_when_rho_unchanged():  # spec 3.7
+    for seed in range(5):
+        P, _ = _noisy_ensemble(seed, noise=0.3)
+        d = get_method("spce", theta=0.1).fit(P, 3).diagnostics_
+        obj, stage, branch = d["objective"], d["stage_of_iteration"], d["branch"]
+        for t in range(1, len(obj)):
+            if stage[t] == stage[t - 1] and branch[t - 1] == "keep":
+                assert obj[t] <= obj[t - 1] + 1e-9 * abs(obj[t - 1])
+
+
+@pytest.mark.parametrize("name", ["spce", "spce-w", "spce-fixw"])
+def test_properties(name):
+    check_method_properties(name, {"theta": 0.1})
+
+
+@pytest.mark.parametrize("fallback", ["kmeans-y", "spectral-s"])
+def test_fallback_returns_c_clusters(fallback):
+    method = get_method("spce", theta=0.5, fallback=fallback)
+    out = method.fit_predict(TINY, 2, random_state=0)
+    assert len(np.unique(out)) == 2
+    assert method.diagnostics_["fallback_needed"] and method.diagnostics_["fallback_applied"]
+    check_method_properties("spce", {"theta": 0.1, "fallback": fallback})
+
+
+def test_deterministic_and_invariant():
+    P, y = _noisy_ensemble(11)
+    a = get_method("spce", theta=0.2).fit_predict(P, 3)
+    b = get_method("spce", theta=0.2).fit_predict(P, 3)
+    assert np.array_equal(a, b)
+    perm = np.random.default_rng(0).permutation(P.shape[1])
+    c = get_method("spce", theta=0.2).fit_predict(P[:, perm] + 5, 3)
+    assert same_partition(a, c) and ari(a, y) == 1.0
+
+
+def test_parameter_validation():
+    from ensclust.errors import UserError
+    with pytest.raises(UserError):
+        get_method("spce", schedule="0.9,0.8", inner_caps="5")
+    with pytest.raises(UserError):
+        get_method("spce", theta=1.0)
+    with pytest.raises(UserError):
+        get_method("spce", schedule="0.9,1.2", inner_caps="5,5")
+    assert get_method("spce", schedule="0.9,0.5", inner_caps="3,10").fit_predict(TINY, 2).shape == (8,)
+
+
+def test_embedding_indicator_more_components_than_c():
+    comp = np.array([0, 0, 1, 2, 2, 2])
+    from ensclust.methods._spce_spectrum import _indicator_embedding
+    emb = _indicator_embedding(comp, np.bincount(comp), 2, 6)
+    assert isinstance(emb, Embedding)
+    assert np.allclose(emb.weight, [0.5, 0.5, 0, 1 / 3, 1 / 3, 1 / 3])
