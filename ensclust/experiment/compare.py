@@ -149,7 +149,7 @@ def compare(config: ExperimentConfig, cells: pd.DataFrame, paper: pd.DataFrame) 
             elif key in registered:
                 missing("method not in config")
             else:
-                missing("method not implemented (no config row with this paper name)")
+                missing("method not in config and no registered method of that name (not implemented or named differently)")
             continue
         label, method = candidates[0]
         cell = tables[metric].cells.get((label, ds_label))
