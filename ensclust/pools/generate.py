@@ -1,0 +1,292 @@
+"""Base-clustering generators: K-means members and spectral members (SPCE bandwidth grid).
+
+Every member j gets its own seed ``derive_seed("pool-member", seed, j)``, so member j is the same whatever
+the pool size, and one member can be regenerated alone. All members use one K-means run (``n_init=1``),
+as the papers do.
+
+Spec keys (the config's ``pool:`` block, see :func:`normalize_spec`):
+
+``generator``      ``kmeans`` (default) or ``spectral``.
+``k``              ``c`` (every member k = c; ACMK, SPCE, RCEC), ``[lo, hi]`` (k uniform per member in
+                   lo..hi; ``"c"`` and ``"sqrt"`` = ceil(sqrt(n)) allowed as bounds; EC-CMS/AWEC use
+                   ``[2, sqrt]``), or ``random`` = ``[c, min(ceil(sqrt n), 50)]`` (the default).
+``size``           number of members.
+``feature_ratio``  null, a ratio r (each member sees round(r d) random features) or ``[lo, hi]`` (ratio
+                   drawn uniformly per member; RCEC 0.6..1.0, specs/rcec.md 4.2).
+``feature_subset`` ``member`` (default: a new subset per member) or ``pool`` (one subset shared by the
+                   whole pool: RCEC's recommended reading R9, one pool per repetition).
+``init``           K-means seeding: ``k-means++`` (default; SPCE recommendation) or ``random`` (random
+                   samples, like Deng Cai's ``litekmeans`` used by the AWEC/ACMK code).
+``max_iter``       K-means iterations (default 100, as litekmeans and MATLAB's kmeans).
+``sigmas``         spectral only: multipliers of d-bar (default SPCE's 0.01 .. 100 grid); member j uses
+                   ``sigmas[j % len(sigmas)]``, so a pool of 9 R members holds R repetitions of the grid.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import sparse
+from threadpoolctl import threadpool_limits
+
+from ensclust.errors import UserError, unknown_name_error
+from ensclust.pools.pool import relabel_columns
+from ensclust.rng import derive_seed
+
+GENERATORS = ("kmeans", "spectral")
+SPCE_SIGMAS = (0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 50.0, 100.0)
+DEFAULT_K_MAX = 50
+SPECTRAL_MAX_N = 12000  # dense n x n kernel: 12000^2 float32 = 576 MB
+
+SPEC_KEYS = {
+    "source", "generator", "k", "size", "feature_ratio", "feature_subset", "init", "max_iter", "sigmas",
+    "file", "members_key", "y_key", "layout", "first",
+}
+
+
+def normalize_spec(spec: dict | None) -> dict:
+    """Fill defaults and validate a ``pool:`` spec (unknown keys are an error with a suggestion)."""
+    from ensclust.errors import did_you_mean
+
+    spec = dict(spec or {})
+    for key in spec:
+        if key not in SPEC_KEYS:
+            raise UserError(f"pool spec: unknown key '{key}'{did_you_mean(key, SPEC_KEYS)}; valid: {', '.join(sorted(SPEC_KEYS))}")
+    out = {
+        "source": spec.get("source", "file" if spec.get("file") else "generate"),
+        "generator": spec.get("generator", "kmeans"),
+        "k": spec.get("k", "random"),
+        "size": spec.get("size", 100),
+        "feature_ratio": spec.get("feature_ratio"),
+        "feature_subset": spec.get("feature_subset", "member"),
+        "init": spec.get("init", "k-means++"),
+        "max_iter": int(spec.get("max_iter", 100)),
+    }
+    if out["source"] not in ("generate", "file"):
+        raise unknown_name_error("pool source", out["source"], ("generate", "file"), "pool spec")
+    if out["source"] == "file":
+        if not spec.get("file"):
+            raise UserError("pool spec: source 'file' needs 'file: <path relative to the data directory>'")
+        out = {"source": "file", "file": spec["file"]}
+        for key in ("members_key", "y_key", "layout", "first"):
+            if spec.get(key) is not None:
+                out[key] = spec[key]
+        return out
+    if out["generator"] not in GENERATORS:
+        raise unknown_name_error("pool generator", out["generator"], GENERATORS, "pool spec")
+    if out["init"] not in ("k-means++", "random"):
+        raise unknown_name_error("k-means init", out["init"], ("k-means++", "random"), "pool spec")
+    if out["feature_subset"] not in ("member", "pool"):
+        raise unknown_name_error("feature_subset", out["feature_subset"], ("member", "pool"), "pool spec")
+    if int(out["size"]) < 1:
+        raise UserError(f"pool spec: size must be >= 1, got {out['size']}")
+    out["size"] = int(out["size"])
+    if out["generator"] == "spectral":
+        out["sigmas"] = [float(s) for s in spec.get("sigmas", SPCE_SIGMAS)]
+    if spec.get("first") is not None:
+        out["first"] = int(spec["first"])
+    return out
+
+
+def resolve_k_range(k_spec, n: int, c: int | None) -> tuple[int, int]:
+    """The inclusive k range of a spec (see the module docstring); it must lie within 1..n."""
+    sqrt_n = math.ceil(math.sqrt(n))
+
+    def bound(v) -> int:
+        if isinstance(v, str):
+            if v == "c":
+                if c is None:
+                    raise UserError("pool spec: k uses 'c' but the number of clusters is unknown")
+                return int(c)
+            if v == "sqrt":
+                return sqrt_n
+            if v.isdigit():
+                return int(v)
+            raise UserError(f"pool spec: k bound '{v}' is not an integer, 'c' or 'sqrt'")
+        return int(v)
+
+    if k_spec in ("c", None):
+        lo = hi = bound("c")
+    elif k_spec == "random":
+        if c is None:
+            raise UserError("pool spec: k 'random' = [c, min(sqrt n, 50)] needs the number of clusters")
+        lo, hi = int(c), max(int(c), min(sqrt_n, DEFAULT_K_MAX))
+    elif isinstance(k_spec, list | tuple) and len(k_spec) == 2:
+        lo, hi = bound(k_spec[0]), bound(k_spec[1])
+    elif isinstance(k_spec, int | np.integer) or (isinstance(k_spec, str) and k_spec.isdigit()):
+        lo = hi = int(k_spec)
+    else:
+        raise UserError(f"pool spec: k must be 'c', 'random', an integer or [lo, hi], got {k_spec!r}")
+    if lo > hi:
+        raise UserError(f"pool spec: k range [{lo}, {hi}] is empty (lo > hi)")
+    if lo < 1 or hi > n:
+        raise UserError(f"pool spec: k range [{lo}, {hi}] must lie within 1..n={n}")
+    return lo, hi
+
+
+def member_seed(seed: int, j: int) -> int:
+    """Seed of member j: depends only on the master seed and j (not on the pool size)."""
+    return derive_seed("pool-member", int(seed), int(j))
+
+
+def _ratio_range(ratio):
+    if ratio is None:
+        return None
+    if isinstance(ratio, list | tuple):
+        lo, hi = float(ratio[0]), float(ratio[1])
+    else:
+        lo = hi = float(ratio)
+    if not (0 < lo <= hi <= 1):
+        raise UserError(f"pool spec: feature_ratio must lie in (0, 1] with lo <= hi, got {ratio!r}")
+    return lo, hi
+
+
+def _feature_subset(rng: np.random.Generator, d: int, ratio_range) -> np.ndarray:
+    lo, hi = ratio_range
+    r = lo if lo == hi else float(rng.uniform(lo, hi))
+    n_feat = max(1, int(round(r * d)))
+    return np.sort(rng.choice(d, size=n_feat, replace=False))
+
+
+def _kmeans(X, k: int, seed: int, init: str, max_iter: int) -> np.ndarray:
+    from sklearn.cluster import KMeans
+
+    km = KMeans(n_clusters=k, init=init, n_init=1, max_iter=max_iter, algorithm="lloyd", random_state=seed % (2**32))
+    return km.fit_predict(X)
+
+
+def member_plan(spec: dict, n: int, d: int, c: int | None, seed: int, indices) -> list[dict]:
+    """Per-member k, seed and feature subset, each a function of (seed, j) only."""
+    lo, hi = resolve_k_range(spec["k"], n, c)
+    ratio = _ratio_range(spec.get("feature_ratio"))
+    shared = None
+    if ratio is not None and spec.get("feature_subset") == "pool":
+        shared = _feature_subset(np.random.default_rng(derive_seed("pool-features", int(seed))), d, ratio)
+    plan = []
+    for j in indices:
+        s = member_seed(seed, j)
+        rng = np.random.default_rng(s)
+        k = int(rng.integers(lo, hi + 1))
+        feats = shared if shared is not None else (_feature_subset(rng, d, ratio) if ratio is not None else None)
+        plan.append({"j": int(j), "k": k, "seed": s, "features": feats})
+    return plan
+
+
+def generate_members(X, spec: dict, *, n_clusters: int | None, seed: int, progress: bool = False, indices=None):
+    """Generate members ``indices`` (default 0..size-1) of the pool described by ``spec``.
+
+    Returns ``(members int32 n x m, ks int64, seeds int64)``.
+    """
+    spec = normalize_spec(spec)
+    n, d = X.shape
+    indices = list(range(spec["size"])) if indices is None else list(indices)
+    plan = member_plan(spec, n, d, n_clusters, seed, indices)
+    bar = _progress(len(plan), f"{spec['generator']} pool", progress)
+    cols = []
+    # One BLAS/OpenMP thread per process: single small K-means runs gain nothing from threads, and on a
+    # shared machine oversubscription made them 3x slower (measured); parallelism belongs to the runner.
+    limiter = threadpool_limits(limits=1)
+    try:
+        if spec["generator"] == "kmeans":
+            for p in plan:
+                Xj = X if p["features"] is None else X[:, p["features"]]
+                cols.append(_kmeans(Xj, p["k"], p["seed"], spec["init"], spec["max_iter"]))
+                bar.update(1)
+        else:
+            cols = _spectral_members(X, spec, plan, seed, bar)
+    finally:
+        bar.close()
+        limiter.restore_original_limits()
+    members = relabel_columns(np.column_stack(cols)) if cols else np.zeros((n, 0), np.int32)
+    ks = np.array([p["k"] for p in plan], dtype=np.int64)
+    seeds = np.array([p["seed"] for p in plan], dtype=np.int64)
+    return members, ks, seeds
+
+
+class _NoBar:
+    def update(self, _n=1):
+        pass
+
+    def close(self):
+        pass
+
+
+def _progress(total: int, desc: str, enabled: bool):
+    if not enabled:
+        return _NoBar()
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit="member", leave=False)
+
+
+def mean_pairwise_distance(X) -> float:
+    """d-bar: the mean Euclidean distance over all pairs i < j (block-wise, no n x n copy kept)."""
+    from sklearn.metrics import pairwise_distances
+
+    n = X.shape[0]
+    if n < 2:
+        return 0.0
+    total = 0.0
+    block = 2048
+    for start in range(0, n, block):
+        D = pairwise_distances(X[start : start + block], X, metric="euclidean")
+        total += float(D.sum())
+    return total / (n * (n - 1))  # the diagonal is zero, so the full sum counts every pair twice
+
+
+def gaussian_kernel(X, sigma: float, dtype=np.float64) -> np.ndarray:
+    """K_ij = exp(-||x_i - x_j||^2 / (2 sigma^2)) with a zero diagonal (NJW; specs/spce.md 4.3)."""
+    from sklearn.metrics import pairwise_distances
+
+    D2 = pairwise_distances(X, metric="sqeuclidean").astype(dtype, copy=False)
+    D2 *= -1.0 / (2.0 * sigma * sigma)
+    np.exp(D2, out=D2)
+    np.fill_diagonal(D2, 0.0)
+    return D2
+
+
+def _spectral_members(X, spec: dict, plan: list[dict], seed: int, bar) -> list[np.ndarray]:
+    """SPCE protocol B: NJW spectral clustering of Gaussian kernels over sigma = d-bar * grid.
+
+    The embedding of a sigma does not depend on the member, so it is computed once per sigma (with the
+    largest k needed) and members only differ in their k-means seed (10 replicates, as recommended).
+    Degrees are guarded with eps (sigma = 0.01 d-bar underflows to an almost diagonal kernel).
+    """
+    from ensclust.core.spectral import kmeans_labels, spectral_embedding
+
+    n = X.shape[0]
+    if n > SPECTRAL_MAX_N:
+        raise UserError(
+            f"spectral pool: n={n} needs a dense {n}x{n} kernel; limit is {SPECTRAL_MAX_N} samples - use the kmeans generator"
+        )
+    if sparse.issparse(X):
+        X = X.toarray() if X.shape[1] <= 20000 else X
+    sigmas = spec["sigmas"]
+    dbar = mean_pairwise_distance(X)
+    if dbar == 0:
+        raise UserError("spectral pool: all samples are identical (mean pairwise distance 0)")
+    dtype = np.float32 if n > 4000 else np.float64
+    by_sigma: dict[int, list[dict]] = {}
+    for p in plan:
+        by_sigma.setdefault(p["j"] % len(sigmas), []).append(p)
+    labels = {}
+    for s_idx, members in sorted(by_sigma.items()):
+        if any(p["features"] is not None for p in members):
+            raise UserError("spectral pool: feature_ratio is only supported by the kmeans generator")
+        K = gaussian_kernel(X, dbar * sigmas[s_idx], dtype=dtype)
+        deg = K.sum(axis=1)
+        eps = np.finfo(np.float64).eps
+        if np.any(deg <= eps):
+            # Adding eps to the diagonal gives isolated points a self-loop: D > 0 and their own eigen-direction.
+            K[np.arange(n), np.arange(n)] = np.where(deg <= eps, eps, 0.0).astype(dtype)
+        kmax = max(p["k"] for p in members)
+        V = spectral_embedding(K, kmax, random_state=derive_seed("spectral-embedding", int(seed), s_idx), normalize_rows=False)
+        del K
+        for p in members:
+            U = V[:, : p["k"]]
+            norms = np.linalg.norm(U, axis=1, keepdims=True)
+            norms[norms == 0] = 1.0
+            labels[p["j"]] = kmeans_labels(U / norms, p["k"], random_state=p["seed"], n_init=10)
+            bar.update(1)
+    return [labels[p["j"]] for p in plan]
