@@ -1,0 +1,73 @@
+"""``ensclust consensus``: one method on a user's own label matrix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ensclust.errors import UserError
+
+
+@click.command("consensus")
+@click.option("--pool", "pool_file", required=True, type=click.Path(dir_okay=False),
+              help="label matrix: .mat, .h5, .npz or .csv (n x m or m x n; 0- or 1-based)")
+@click.option("--first", type=int, default=None, help="use the first M members only")
+@click.option("--n-clusters", "-k", type=int, required=True, help="number of consensus clusters")
+@click.option("--method", "-m", required=True, help="registered method name (see 'ensclust methods')")
+@click.option("--param", "params", multiple=True, metavar="NAME=VALUE", help="method parameter (repeatable)")
+@click.option("--features", default=None, type=click.Path(dir_okay=False),
+              help="dataset file with the features, for methods that need them")
+@click.option("--members-key", default=None, help="variable holding the label matrix in the pool file")
+@click.option("--seed", type=int, default=0, show_default=True, help="random_state of the method")
+@click.option("--out", "out", required=True, type=click.Path(dir_okay=False),
+              help="output file: one label per line (0-based)")
+def consensus_command(pool_file, first, n_clusters, method, params, features, members_key, seed, out):
+    """Run one consensus method on a label matrix and write one label per line.
+
+    When the pool file holds ground truth, ARI and NMI are printed as well.
+
+    \b
+    Examples:
+      ensclust consensus --pool ../shared/datasets/pools/eccms_ecoli.mat --first 20 -k 8 -m lwea --out labels.csv
+      ensclust consensus --pool my_labels.csv -k 3 -m eccms --param alpha=0.8 --param lambda=0.4 --out out.txt
+    """
+    import numpy as np
+
+    from ensclust.experiment.runner import labels_sha256
+    from ensclust.experiment.store import atomic_write_text
+    from ensclust.experiment.sweep import parse_assignment
+    from ensclust.methods import get_method, get_method_class
+    from ensclust.pools import import_pool
+
+    if n_clusters < 2:
+        raise UserError(f"--n-clusters must be >= 2, got {n_clusters}")
+    cls = get_method_class(method, where="--method")
+    param_dict = dict(parse_assignment(p, "--param") for p in params)
+    estimator = get_method(cls.name, **cls.check_params(param_dict, where="--param"))
+    pool = import_pool(pool_file, members_key=members_key)
+    members = np.asarray(pool.members)
+    if first is not None:
+        if not 1 <= first <= members.shape[1]:
+            raise UserError(f"--first {first}: the pool has {members.shape[1]} members")
+        members = members[:, :first]
+    X = None
+    if cls.needs_features:
+        if features is None:
+            raise UserError(f"method '{cls.name}' needs the features: pass --features FILE")
+        from ensclust.data import load_dataset
+
+        X = load_dataset(features).X
+    labels = estimator.fit_predict(members, n_clusters, X=X, random_state=seed)
+    atomic_write_text(Path(out), "".join(f"{int(v)}\n" for v in labels))
+    line = (f"{cls.name}: {members.shape[0]} points, {members.shape[1]} members -> {int(labels.max()) + 1} "
+            f"clusters; labels sha256 {labels_sha256(labels)[:12]}; wrote {out}")
+    if pool.y is not None:
+        from ensclust.metrics import ari, nmi
+
+        line += f"; vs ground truth ARI {ari(pool.y, labels):.4f}, NMI {nmi(pool.y, labels):.4f}"
+    click.echo(line)
+
+
+def add_commands(cli):
+    cli.add_command(consensus_command)
