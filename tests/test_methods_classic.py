@@ -331,3 +331,12 @@ def test_hbgf_greedy_centres_are_distinct_and_nearly_orthogonal():
     U = U / np.linalg.norm(U, axis=1, keepdims=True)
     C = greedy_orthogonal_centres(U, 3, np.random.default_rng(0))
     np.testing.assert_allclose(np.abs(C @ C.T), np.eye(3), atol=1e-8)
+
+
+def test_sc_accepts_sparse_features():
+    X, y = _separated_blobs(n=90, seed=1)
+    Xs = sparse.csr_matrix(X - X.min())
+    dummy = np.zeros((90, 1), dtype=int)
+    assert heat_kernel_width(Xs, np.random.default_rng(0)) == pytest.approx(pdist(X).mean())
+    a = get_method("sc").fit_predict(dummy, 3, X=Xs, random_state=0)
+    assert same_partition(a, y)

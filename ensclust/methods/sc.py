@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import sparse
 from scipy.spatial.distance import pdist
+from sklearn.metrics import pairwise_distances
 from sklearn.neighbors import NearestNeighbors
 
 from ensclust.core.spectral import kmeans_labels, spectral_embedding
@@ -22,8 +23,12 @@ def heat_kernel_width(X: np.ndarray, rng: np.random.Generator, sample: int = BAN
     """t = mean Euclidean distance over all pairs i != j (of a random subset of ``sample`` rows when n > sample)."""
     n = X.shape[0]
     rows = X if n <= sample else X[np.sort(rng.choice(n, size=sample, replace=False))]
-    d = pdist(rows)
-    return float(d.mean()) if d.size else 1.0
+    if n < 2:
+        return 1.0
+    if sparse.issparse(rows):
+        D = pairwise_distances(rows)
+        return float(D.sum() / (D.shape[0] * (D.shape[0] - 1)))
+    return float(pdist(np.asarray(rows, dtype=np.float64)).mean())
 
 
 def knn_heat_graph(X, n_neighbors: int, t: float) -> sparse.csr_matrix:
@@ -31,7 +36,7 @@ def knn_heat_graph(X, n_neighbors: int, t: float) -> sparse.csr_matrix:
 
     Self excluded, symmetrised as max(W, W^T), zero diagonal.
     """
-    X = np.asarray(X, dtype=np.float64)
+    X = sparse.csr_matrix(X, dtype=np.float64) if sparse.issparse(X) else np.asarray(X, dtype=np.float64)
     n = X.shape[0]
     k = min(n_neighbors, n - 1)
     nn = NearestNeighbors(n_neighbors=k + 1).fit(X)
@@ -75,7 +80,7 @@ class SC(ConsensusMethod):
        i.e. D^-1/2 times the same eigenvectors, without row normalisation.
     3. k-means (k-means++, ``n_init = 10``) on the rows; the seed is drawn from ``random_state``.
 
-    The members are ignored (``needs_features = True``). Memory: the sparse graph has O(n k) nonzeros; the
+    The members are ignored (``needs_features = True``). Sparse X (e.g. tf-idf) is accepted as is. Memory: the sparse graph has O(n k) nonzeros; the
     eigenproblem is dense below 2500 points (ensclust.core.spectral) and ARPACK above.
     """
 
@@ -94,7 +99,7 @@ class SC(ConsensusMethod):
     }
 
     def _fit(self, members, n_clusters, X, rng):
-        X = np.asarray(X, dtype=np.float64)
+        X = sparse.csr_matrix(X, dtype=np.float64) if sparse.issparse(X) else np.asarray(X, dtype=np.float64)
         t = heat_kernel_width(X, rng)
         if t <= 0:
             t = 1.0  # all points identical: any positive width gives the same (constant) weights
