@@ -158,3 +158,24 @@ def probability_trajectory_similarity(members: np.ndarray, n_neighbors: int | No
     mca = microcluster_coassociation(micro)
     pts, isolated = pts_matrix(mca, micro.sizes, K, T, dtype=dtype)
     return PTSResult(similarity=pts, micro=micro, mca=mca, isolated=isolated, n_neighbors=K, n_steps=T)
+
+
+def propagate_similarity(similarity: np.ndarray, n_steps: int) -> np.ndarray:
+    """Random-walk trajectory similarity of a small dense graph, without pruning or size weights.
+
+    ECPCS's ``computePTS_II.m`` (Huang et al., IEEE TSMC-S 51(1) 2021, Eqs. 9-13; specs/baselines/
+    huang_family.md 3.1): zero the diagonal, row-normalise, ``IP = sum_{s=1..t} P^s (P^s)^T``,
+    ``Z = IP_ij / sqrt(IP_ii IP_jj)``; rows of P summing to < 1e-9 are isolated and get 0 rows/columns.
+    The diagonal of the result is 1 for non-isolated nodes.
+    """
+    S = np.array(similarity, dtype=np.float64)
+    np.fill_diagonal(S, 0.0)
+    row_sum = S.sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        P = np.where(row_sum[:, None] > 0, S / row_sum[:, None], 0.0)
+    IP = trajectory_inner_products(sparse.csr_matrix(P), n_steps)
+    isolated = P.sum(axis=1) < 1e-9
+    Z = trajectory_cosine(IP, isolated=np.zeros(len(P), dtype=bool))
+    Z[isolated, :] = 0.0
+    Z[:, isolated] = 0.0
+    return Z
