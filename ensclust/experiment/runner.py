@@ -35,6 +35,7 @@ from ensclust.experiment.store import ResultStore
 from ensclust.rng import derive_seed
 
 MEM_METHOD = "tracemalloc-peak"
+DASK_CONNECT_TIMEOUT = "10s"
 
 
 # -- planning --------------------------------------------------------------------------------------------
@@ -327,7 +328,7 @@ def _run_dask(task_iter, finish, scheduler, jobs):
         raise UserError("the Dask executor needs 'dask[distributed]' (pip install 'ensclust[dask]')") from None
     if scheduler:
         try:
-            client = Client(scheduler, timeout="10s")
+            client = Client(scheduler, timeout=DASK_CONNECT_TIMEOUT)
         except OSError as exc:
             raise UserError(f"cannot connect to the Dask scheduler at {scheduler}: {exc}") from None
         own = True
