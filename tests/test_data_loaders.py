@@ -59,7 +59,7 @@ def test_mat_v5_dense_and_label_offsets(tmp_path):
     assert ds.name == "d"
     assert np.allclose(ds.X, X)
     assert np.array_equal(ds.y, y)
-    assert ds.meta["label_values"] == [7.0, 17.0, 27.0]
+    assert ds.meta["label_values"] == [7, 17, 27]
     assert ds.meta["x_key"] == "fea" and ds.meta["y_key"] == "gnd"
     assert len(ds.meta["sha256"]) == 64
 

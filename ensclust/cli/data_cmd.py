@@ -48,7 +48,7 @@ def data_list(data_dir, pools, paper):
         if paper and paper not in papers:
             continue
         status, _path, _digest = check_entry(e, ddir)
-        counts[status] = counts.get(status, 0) + 1
+        counts[_status_text(status)] = counts.get(_status_text(status), 0) + 1
         shape = f"{e['n']}x{e['d'] if e.get('d') else '?'}"
         flag = " SUBSTITUTE" if e.get("substitute") else ""
         labels = ", ".join(sorted({f"{p['paper']}:{p['label']}" for p in e.get("papers", [])}))
@@ -61,7 +61,7 @@ def data_list(data_dir, pools, paper):
             if paper and paper not in {p["paper"] for p in e.get("papers", [])}:
                 continue
             status, _path, _digest = check_entry(e, ddir)
-            counts[f"pool {status}"] = counts.get(f"pool {status}", 0) + 1
+            counts[f"pools {_status_text(status)}"] = counts.get(f"pools {_status_text(status)}", 0) + 1
             prow.append((name, _status_text(status), f"{e['n']}x{e['m']}", str(e.get("c") or "-"), e["file"],
                          e.get("dataset", "")))
         _table(["pool", "status", "n x m", "c", "file", "dataset"], prow)

@@ -111,8 +111,9 @@ def pool_show(target, generator, k, size, feature_ratio, init, seed, preprocess,
     entry = get_pool_entry(target)
     if entry is not None:
         pool = get_pool(None, {"source": "file", "file": entry["file"]}, seed=0, data_dir=data_dir)
-    elif Path(target).suffix.lower() in (".mat", ".h5", ".hdf5", ".npz", ".csv") and Path(target).exists():
-        pool = import_pool(target)
+    elif Path(target).suffix.lower() in (".mat", ".h5", ".hdf5", ".npz", ".csv"):
+        # a path in the current folder, absolute, or relative to the data directory (like pool.file)
+        pool = get_pool(None, {"source": "file", "file": target}, seed=0, data_dir=data_dir)
     else:
         _ds, pool, _ = _build(target, generator, k, size, feature_ratio, init, seed, preprocess, cache_dir, data_dir,
                               progress=False)

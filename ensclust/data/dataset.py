@@ -75,6 +75,8 @@ def encode_labels(y, where: str) -> tuple[np.ndarray, list]:
         # MATLAB cell arrays of strings arrive as object arrays of 1-element (or char) arrays
         arr = np.array([_scalar_label(v) for v in arr], dtype=str)
     values, codes = np.unique(arr, return_inverse=True)
+    if values.dtype.kind == "f" and np.all(values == np.round(values)):
+        values = values.astype(np.int64)  # MATLAB stores integer labels as double: report 1, not 1.0
     out_values = [v.item() if hasattr(v, "item") else v for v in values]
     return codes.astype(np.int64).ravel(), out_values
 
