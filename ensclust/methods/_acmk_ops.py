@@ -374,6 +374,17 @@ def scipy_lbfgsb_minimize(fun, x, *, max_iter=20, pgtol=1e-3, memory=5, lower=No
     return float(res.fun), int(res.nit), n_eval[0]
 
 
+def v_step(W: np.ndarray, Lam2: np.ndarray, mu: float, out: np.ndarray) -> np.ndarray:
+    """V = (W + W^T)/2 + (Lam2 + Lam2^T)/(2 mu) (Eq. 17): the projection of W + Lam2/mu onto symmetric matrices."""
+    dt = out.dtype
+    for rows in row_blocks(W.shape[0]):
+        blk = out[rows]
+        np.add(Lam2[rows], Lam2[:, rows].T, out=blk)
+        blk *= dt.type(0.5 / mu)
+        blk += dt.type(0.5) * (W[rows] + W[:, rows].T)
+    return out
+
+
 # ---------------------------------------------------------------------------------------------------------
 # S3: base refinement (Eq. 13 with the factor-2 correction A2, Eq. 15)
 # ---------------------------------------------------------------------------------------------------------

@@ -57,6 +57,7 @@ from ensclust.methods._acmk_ops import (
     scipy_lbfgsb_minimize,
     simplex_qp_active_set,
     sym_into,
+    v_step,
 )
 from ensclust.methods.base import ConsensusMethod, Param
 
@@ -177,10 +178,7 @@ def run_acmk(X, labels, *, lam=1.0, k=3, max_iter=50, tol=1e-5, feas_tol=1e-4, i
             moves += moved
             F[m] = cluster_means(Y, labels[:, m], int(ks[m]))
         # S4: V-step (Eq. 17)
-        for rows in row_blocks(n):
-            np.add(Lam2[rows], Lam2[:, rows].T, out=V[rows])
-            V[rows] *= dt.type(0.5 / mu)
-            V[rows] += Wsym[rows]
+        v_step(W, Lam2, mu, V)
         # S5: alpha-step (Eq. 18) with the new W and G, then S for the new alpha
         H = contingency_gram(labels)
         f = -2.0 * coassoc_inner(W, labels)
