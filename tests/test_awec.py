@@ -297,3 +297,27 @@ def test_appendicitis_nmi_grid(data_dir):
             grid[i, j] = np.mean([nmi(y, get_method("awec-h", **{"lambda": lam, "gamma": gamma}).fit_predict(
                 E[:, cols], 2)) for cols in runs])
     np.testing.assert_allclose(grid, expected, atol=5e-5)
+
+
+def test_solve_memo_shared_between_variants(f30):
+    from ensclust.methods import awec
+
+    gt, members, *_ = f30
+    awec.clear_solve_memo()
+    h = get_method("awec-h", **{"lambda": 0.2, "gamma": 0.5})
+    h.fit(members, 3)
+    s = get_method("awec-s", **{"lambda": 0.2, "gamma": 0.5})
+    lab_memo = s.fit_predict(members, 3, random_state=1)
+    assert s.diagnostics_["solve_memo_hit"] and not h.diagnostics_["solve_memo_hit"]
+    assert s.diagnostics_["n_iter"] == h.diagnostics_["n_iter"] == 9
+    awec.clear_solve_memo()
+    old = awec.SOLVE_MEMO_LIMIT
+    awec.SOLVE_MEMO_LIMIT = 0
+    try:
+        s2 = get_method("awec-s", **{"lambda": 0.2, "gamma": 0.5})
+        lab_fresh = s2.fit_predict(members, 3, random_state=1)
+        assert not s2.diagnostics_["solve_memo_hit"]
+        assert np.array_equal(lab_memo, lab_fresh)
+        np.testing.assert_array_equal(s.consensus_matrix_, s2.consensus_matrix_)
+    finally:
+        awec.SOLVE_MEMO_LIMIT = old

@@ -22,7 +22,8 @@ a clear error unless ``degree_fallback="abs"`` is chosen (a flagged deviation).
 The dense path is exact (agrees with the authors' code to ~1e-10 on the spec's fixtures). For large n the
 ``eigensolver="lobpcg"`` option replaces the full eigendecomposition of L_Z by a partial one (approximation,
 identical unless the c-th and (c+1)-th eigenvalues are (near-)degenerate), and ``dtype="float32"`` halves the
-memory (approximation). See ``ensclust/methods/_awec_sparse.py`` for the sparse restricted-support mode.
+memory (approximation). AWEC-H and AWEC-S learn the same Z: an in-process memo (keyed by the members and
+the solver parameters, byte-bounded) lets the second variant reuse the first one's solve.
 """
 
 from __future__ import annotations
@@ -450,10 +451,41 @@ _PARAMS = {
     "dtype": Param("float64", type="str", choices=("float64", "float32"),
                    doc="precision of the n x n iterates (float32 = approximation, half the memory)",
                    source="ensclust choice (spec 6)"),
-    "structure": Param("dense", type="str", choices=("dense", "sparse"),
-                       doc="dense (exact) or the sparse restricted-support approximation for large n",
-                       source="ensclust choice (issue #6 scale goal)"),
 }
+
+
+# Parameters that do not change the solve (only the AWEC-S post-processing).
+_POST_PARAMS = ("rank_cut", "power", "kmeans_n_init")
+_SOLVE_MEMO: dict[str, dict] = {}
+_SOLVE_MEMO_BYTES = [0]
+SOLVE_MEMO_LIMIT = 768 * 2**20  # bytes of matrices kept; 0 disables the memo
+
+
+def _memo_key(members: np.ndarray, n_clusters: int, params: dict) -> str:
+    import hashlib
+    import json
+
+    h = hashlib.sha256(np.ascontiguousarray(members, dtype=np.int64).tobytes())
+    h.update(str(members.shape).encode())
+    solve = {k: v for k, v in params.items() if k not in _POST_PARAMS}
+    h.update(json.dumps([int(n_clusters), solve], sort_keys=True, default=str).encode())
+    return h.hexdigest()
+
+
+def _memo_store(key: str, out: dict) -> None:
+    """Keep a solve for the other variant (AWEC-H and AWEC-S learn the same Z). Deterministic solver, so a
+    memo hit gives exactly the result of a fresh solve. First-come entries are kept until the byte budget is
+    full (no eviction: the runner runs all AWEC-H cells of a dataset before the AWEC-S ones)."""
+    size = sum(v.nbytes for v in (out["C"], out["Z"]) if isinstance(v, np.ndarray))
+    if SOLVE_MEMO_LIMIT <= 0 or _SOLVE_MEMO_BYTES[0] + size > SOLVE_MEMO_LIMIT:
+        return
+    _SOLVE_MEMO[key] = {k: v for k, v in out.items() if k != "history"}
+    _SOLVE_MEMO_BYTES[0] += size
+
+
+def clear_solve_memo() -> None:
+    _SOLVE_MEMO.clear()
+    _SOLVE_MEMO_BYTES[0] = 0
 
 
 class _AWEC(ConsensusMethod):
@@ -469,12 +501,18 @@ class _AWEC(ConsensusMethod):
     params = _PARAMS
 
     def _solve(self, members, n_clusters, rng):
+        key = _memo_key(members, n_clusters, self._params)
+        if key in _SOLVE_MEMO:
+            out = dict(_SOLVE_MEMO[key])
+            out["memo_hit"] = True
+            return out
+        out = self._solve_fresh(members, n_clusters, rng)
+        _memo_store(key, out)
+        return out
+
+    def _solve_fresh(self, members, n_clusters, rng):
         p = self._params
         n = members.shape[0]
-        if p["structure"] == "sparse":
-            from ensclust.methods._awec_sparse import solve_awec_sparse
-
-            return solve_awec_sparse(members, n_clusters, p, rng)
         dtype = np.float64 if p["dtype"] == "float64" else np.float32
         from threadpoolctl import threadpool_limits
 
@@ -503,7 +541,8 @@ class _AWEC(ConsensusMethod):
             "alpha": [float(a) for a in out["alpha"]],
             "negative_degree_iterations": int(out["negative_degree_iterations"]),
             "mixed_sign_iterations": int(out["mixed_sign_iterations"]),
-            "negative_alpha": bool(out["negative_alpha"]), **out.get("info", {}),
+            "negative_alpha": bool(out["negative_alpha"]), "solve_memo_hit": bool(out.get("memo_hit", False)),
+            **out.get("info", {}),
         }
 
 
