@@ -41,9 +41,10 @@ class Embedding:
     def sqdist(self, rows: np.ndarray, cols: np.ndarray, block_entries: int = 8_000_000) -> np.ndarray:
         """||y_p - y_q||^2 for the pairs (rows[t], cols[t]); ``rows`` must be non-decreasing."""
         w = self.weight
-        same = self.comp[rows] == self.comp[cols]
-        out = w[rows] + w[cols]
-        out -= 2.0 * np.where(same, w[rows], 0.0)
+        # indicator part: 0 inside a component, w_p + w_q across components (w = 1/size or 0)
+        out = w[rows]
+        out += w[cols]
+        out[self.comp[rows] == self.comp[cols]] = 0.0
         V = self.extra
         r = V.shape[1]
         if r == 0 or rows.shape[0] == 0:
@@ -143,8 +144,8 @@ def smallest_eigenpairs(S_upper: sparse.csr_matrix, c: int, *, rank_test: str = 
     k, comp = connected_components(S_upper, directed=False)
     comp = comp.astype(np.int64)
     sizes = np.bincount(comp, minlength=k)
-    S_sym = (S_upper + S_upper.T).tocsr()
     if rank_test == "dense":
+        S_sym = (S_upper + S_upper.T).tocsr()
         if n > dense_test_limit:
             raise UserError(f"spce: rank_test=dense needs a dense n x n eigendecomposition; n={n} is over "
                             f"{dense_test_limit}, use rank_test=eigen")
@@ -161,6 +162,7 @@ def smallest_eigenpairs(S_upper: sparse.csr_matrix, c: int, *, rank_test: str = 
     emb = _indicator_embedding(comp, sizes, c, n)
     if n_values == 0:
         return Spectrum(emb, int(k), None, comp)
+    S_sym = (S_upper + S_upper.T).tocsr()
     candidates = []  # (value, component, local vector)
     warm = previous.extra if previous is not None and previous.extra.shape[1] else None
     order = np.argsort(comp, kind="stable")

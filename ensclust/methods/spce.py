@@ -59,11 +59,27 @@ def s_update(G: np.ndarray, E: np.ndarray, W: np.ndarray, a: float, rho: float, 
 
     sqrt(tau) = sqrt(gamma) / (W sqrt(a)). Order as in [CODE]: threshold first, then clip values above 1.
     """
-    C = (G - rho * E / (2.0 * W * W)) / a
-    threshold = np.sqrt(gamma) / (W * np.sqrt(a))
-    S = np.minimum(C, 1.0)
-    S[C < threshold] = 0.0
-    return S
+    return _StageTerms(W, gamma).s_update(G, E, a, rho)
+
+
+class _StageTerms:
+    """Quantities fixed while W is fixed (one self-paced stage), so each S-update is a few passes."""
+
+    def __init__(self, W: np.ndarray, gamma: float):
+        self.half_inv_w2 = 0.5 / (W * W)
+        self.sqrt_gamma_over_w = np.sqrt(gamma) / W
+        self.W2 = W * W
+
+    def s_update(self, G, E, a, rho):
+        # C a = G - rho E / (2 W^2); compare C a with sqrt(gamma) sqrt(a) / W (same as C < sqrt(tau)).
+        Ca = E * self.half_inv_w2
+        Ca *= -rho
+        Ca += G
+        below = Ca < self.sqrt_gamma_over_w * np.sqrt(a)
+        Ca /= a
+        np.minimum(Ca, 1.0, out=Ca)
+        Ca[below] = 0.0
+        return Ca
 
 
 def alpha_update(losses: np.ndarray, floor: float) -> np.ndarray:
@@ -176,6 +192,7 @@ class _SPCEBase(ConsensusMethod):
         spec, S_upper = self._spectrum(table, S_free, c, None)   # Y from S_hat (eq. 18)
         Y = spec.embedding
         W = None
+        E, E_of = None, None
         free_rows, free_cols = table.rows[table.free], table.cols[table.free]
         diag = {"variant": self.variant, "gamma": gamma, "n_pairs": table.n_pairs, "n_free_pairs": table.n_free,
                 "n_fixed_one_pairs": int(table.ones.shape[0]), "n_patterns": int(table.patterns.shape[0]),
@@ -191,7 +208,8 @@ class _SPCEBase(ConsensusMethod):
             if W is None or self.variant == "spce":   # eq. (13) at every stage; once for the ablations
                 W = self._initial_weights(S_free, G, a, lam, shat_free)
             sum_w = (n * n - 2 * table.n_free) + 2.0 * float(W.sum())
-            W2 = W * W
+            terms = _StageTerms(W, gamma)
+            same_w = member_weight_sums(table, terms.W2)
             passed = False
             it = 0
             for it in range(cap):
@@ -199,12 +217,13 @@ class _SPCEBase(ConsensusMethod):
                     inv_alpha = 1.0 / alpha
                     a = float(inv_alpha.sum())
                     G = (table.patterns @ inv_alpha)[table.pattern]
-                E = Y.sqdist(free_rows, free_cols)
-                S_free = s_update(G, E, W, a, rho, gamma)                     # eq. (16)/(17)
+                if Y is not E_of:  # Y is unchanged after a revert: reuse its distances
+                    E, E_of = Y.sqdist(free_rows, free_cols), Y
+                S_free = terms.s_update(G, E, a, rho)                        # eq. (16)/(17)
                 Y_old = Y
                 spec, S_upper = self._spectrum(table, S_free, c, Y_old)      # eq. (18)
                 Y = spec.embedding
-                losses = member_losses(table, W2, S_free)
+                losses = member_losses(table, terms.W2, S_free, same_w)
                 alpha = alpha_update(losses, self.alpha_floor)               # eq. (21)
                 nnz = n + 2 * int(np.count_nonzero(S_free)) + 2 * int(table.ones.shape[0])
                 data_term = float(np.sum(losses / alpha))
@@ -271,7 +290,13 @@ def upper_matrix(table: PairTable, S_free: np.ndarray) -> sparse.csr_matrix:
     return sparse.csr_matrix((values[keep], table.cols[keep], indptr), shape=(table.n, table.n))
 
 
-def member_losses(table: PairTable, W2: np.ndarray, S_free: np.ndarray) -> np.ndarray:
+def member_weight_sums(table: PairTable, W2: np.ndarray) -> np.ndarray:
+    """sum over the free pairs that member i puts together of W^2 (fixed within a stage)."""
+    per_pattern = np.bincount(table.pattern, weights=W2, minlength=table.patterns.shape[0])
+    return table.patterns.T.astype(np.float64) @ per_pattern
+
+
+def member_losses(table: PairTable, W2: np.ndarray, S_free: np.ndarray, same_w=None) -> np.ndarray:
     """loss_i = ||(S - S^(i)) . W||_F^2 for every member (eq. 21), from the free pairs only.
 
     Omega pairs contribute nothing (there S = S^(i) for every i). For binary S^(i) and the symmetric pair
@@ -279,13 +304,12 @@ def member_losses(table: PairTable, W2: np.ndarray, S_free: np.ndarray) -> np.nd
     """
     if table.n_free == 0:
         return np.zeros(table.m)
+    if same_w is None:
+        same_w = member_weight_sums(table, W2)
     ws = W2 * S_free
     total = float(np.dot(ws, S_free))
-    n_patterns = table.patterns.shape[0]
-    per_pattern_ws = np.bincount(table.pattern, weights=ws, minlength=n_patterns)
-    per_pattern_w = np.bincount(table.pattern, weights=W2, minlength=n_patterns)
+    per_pattern_ws = np.bincount(table.pattern, weights=ws, minlength=table.patterns.shape[0])
     same_ws = table.patterns.T.astype(np.float64) @ per_pattern_ws
-    same_w = table.patterns.T.astype(np.float64) @ per_pattern_w
     return np.maximum(2.0 * (total - 2.0 * same_ws + same_w), 0.0)
 
 
