@@ -1,0 +1,176 @@
+"""Building blocks of the Huang family: microclusters, PTS, Tcut, ECPCS propagation/ECA
+(specs/baselines/huang_family.md oracles P1-P6, T1-T2, E1-E5)."""
+
+import numpy as np
+import pytest
+
+from ensclust.core.coassoc import coassociation
+from ensclust.core.labels import check_members, cluster_offsets, one_hot
+from ensclust.core.microclusters import (
+    compute_microclusters,
+    expand_condensed_distance,
+    microcluster_coassociation,
+)
+from ensclust.core.pts import (
+    default_k_t,
+    elite_neighbor_graph,
+    probability_trajectory_similarity,
+    propagate_similarity,
+    pts_matrix,
+    trajectory_inner_products,
+    transition_matrix,
+)
+from ensclust.core.spectral import bipartite_embedding
+from ensclust.core.tcut import tcut, tcut_embedding
+from ensclust.methods.ecpcs import cluster_jaccard, clustering_owner, eca_micro, ncut_meta
+from ensclust.metrics import ari
+from ensclust.testing import planted_ensemble
+
+
+def random_members(n=80, m=6, k=4, seed=0):
+    return check_members(np.random.default_rng(seed).integers(0, k, size=(n, m)))
+
+
+def test_microclusters_small_example():
+    # P1
+    micro = compute_microclusters(check_members(np.array([[1, 1], [1, 1], [1, 2], [2, 2]])))
+    assert micro.members.tolist() == [[0, 0], [0, 1], [1, 1]]
+    assert micro.sizes.tolist() == [2, 1, 1]
+    assert micro.assignment.tolist() == [0, 0, 1, 2]
+    assert micro.to_objects(np.array([5, 6, 7])).tolist() == [5, 5, 6, 7]
+
+
+def test_mca_equals_object_ca_and_indicator_expands():
+    # P2 (Theorem 1) and the indicator of the microclusters expands to the object one-hot matrix
+    members = random_members(n=60, m=3, k=3, seed=1)
+    micro = compute_microclusters(members)
+    assert micro.n_micro < 60
+    mca = microcluster_coassociation(micro)
+    ca = coassociation(members, dtype=np.float64)
+    a = micro.assignment
+    assert np.allclose(mca[np.ix_(a, a)][~np.eye(60, dtype=bool)], ca[~np.eye(60, dtype=bool)], atol=1e-15)
+    assert (micro.indicator()[a] != one_hot(members)).nnz == 0
+    d = expand_condensed_distance(mca, a, block=7)
+    assert np.allclose(d, 1 - mca[np.ix_(a, a)][np.triu_indices(60, 1)], atol=0)
+
+
+def test_elite_graph_and_transition():
+    # P3, P4
+    rng = np.random.default_rng(2)
+    S = rng.random((30, 30))
+    S = np.round((S + S.T) / 2, 1)        # many ties
+    np.fill_diagonal(S, 1)
+    K = 4
+    G = elite_neighbor_graph(S, K, block=8)
+    assert (G != G.T).nnz == 0
+    assert G.diagonal().sum() == 0
+    D = S.copy()
+    np.fill_diagonal(D, 0)
+    for i in range(30):
+        kept = G[i].toarray().ravel()
+        thr = np.sort(D[i])[30 - K]
+        # every entry >= the K-th largest is kept (ties included), and the row keeps at least K links
+        assert np.all(kept[D[i] >= thr] == D[i][D[i] >= thr])
+        assert np.count_nonzero(kept) >= K
+    sizes = rng.integers(1, 5, 30)
+    P, iso = transition_matrix(G, sizes)
+    assert not iso.any()
+    assert np.allclose(np.asarray(P.sum(axis=1)).ravel(), 1.0)
+    # size weighting: P_ij proportional to S_ij * size_j
+    i, j = G[0].indices[:2]
+    assert P[0, i] / P[0, j] == pytest.approx(G[0, i] * sizes[i] / (G[0, j] * sizes[j]))
+
+
+def test_trajectory_recurrence_equals_explicit_concatenation():
+    # P6: the fast accumulation equals the cosine of concatenated trajectories [P, P^2, ..., P^T]
+    members, _ = planted_ensemble(n=90, c=3, m=10, random_state=3)
+    res = probability_trajectory_similarity(check_members(members), 5, 6)
+    micro = res.micro
+    G = elite_neighbor_graph(res.mca, 5)
+    P, iso = transition_matrix(G, micro.sizes)
+    Pd = P.toarray()
+    blocks, cur = [], np.eye(len(Pd))
+    for _ in range(6):
+        cur = cur @ Pd
+        blocks.append(cur)
+    traj = np.hstack(blocks)
+    norms = np.linalg.norm(traj, axis=1)
+    expected = (traj @ traj.T) / np.outer(norms, norms)
+    assert np.allclose(res.similarity, expected, atol=1e-10)
+    # P4: symmetric, unit diagonal, in [0, 1]
+    S = res.similarity
+    assert np.allclose(S, S.T, atol=1e-14)
+    assert np.allclose(np.diag(S), 1.0)
+    assert S.min() >= 0 and S.max() <= 1 + 1e-12
+    # float32 trajectories agree to ~1e-6
+    S32, _ = pts_matrix(res.mca, micro.sizes, 5, 6, dtype=np.float32)
+    assert np.abs(S32 - S).max() < 1e-5
+    # T <= 1 gives P P^T (the code's loop adds nothing)
+    assert np.allclose(trajectory_inner_products(P, 0), (P @ P.T).toarray())
+
+
+def test_default_k_t_rules_and_isolated():
+    assert default_k_t(3000, "code") == (20, 20)
+    assert default_k_t(3000, "paper") == (27, 27)
+    assert default_k_t(3, "code") == (0, 0)
+    # identical members: microclusters share no cluster -> all isolated -> rows/columns 1e-20 (code)
+    y = np.repeat([0, 1, 2], 4)
+    res = probability_trajectory_similarity(check_members(np.column_stack([y] * 5)))
+    assert res.micro.n_micro == 3 and res.isolated.all()
+    assert np.all(res.similarity == 1e-20)
+
+
+def test_tcut_recovers_copies_and_matches_svd():
+    # T1: one-hot of m copies of a k-partition -> the partition
+    y = np.repeat([0, 1, 2, 3], 10)
+    B = one_hot(check_members(np.column_stack([y] * 5)))
+    assert ari(tcut(B, 4, random_state=0), y) == 1.0
+    # T2: unit weights -> F = U_k Sigma_k / sqrt(m) up to column signs (same subspace as the SVD embedding)
+    members = random_members(n=70, m=5, k=4, seed=4)
+    B = one_hot(members)
+    F = tcut_embedding(B, 3)
+    s = np.asarray(B.sum(axis=0)).ravel()
+    Ahat = B.toarray() / np.sqrt(s)[None, :] / np.sqrt(5)
+    U, sig, _ = np.linalg.svd(Ahat, full_matrices=False)
+    expected = U[:, :3] * sig[:3] / np.sqrt(5)
+    assert np.allclose(np.abs(F), np.abs(expected), atol=1e-10)
+    # the shared bipartite embedding spans the same space (row-normalised)
+    E = bipartite_embedding(B, 3, normalize_rows=False)
+    assert np.allclose(np.abs(E), np.abs(U[:, :3]), atol=1e-8)
+    with pytest.raises(ValueError):
+        tcut_embedding(B, B.shape[1] + 1)
+
+
+def test_ecpcs_jaccard_propagation_and_eca():
+    members = random_members(n=50, m=4, k=3, seed=5)
+    J = cluster_jaccard(members)
+    owner = clustering_owner(members)
+    # E1
+    assert np.allclose(J, J.T) and np.all(np.diag(J) == 1)
+    same = owner[:, None] == owner[None, :]
+    assert np.all(J[same & ~np.eye(len(J), dtype=bool)] == 0)
+    # E2
+    Z = propagate_similarity(J, 20)
+    assert np.allclose(Z, Z.T, atol=1e-13) and np.allclose(np.diag(Z), 1)
+    assert Z.min() >= 0 and Z.max() <= 1 + 1e-12
+    # E5: matrix form equals the per-clustering loop sum_q Z[bcs_q, bcs_q] / M; E3: ECA >= CA
+    micro = compute_microclusters(members)
+    E = eca_micro(members, Z, micro)[np.ix_(micro.assignment, micro.assignment)]
+    Zd = Z.copy()
+    np.fill_diagonal(Zd, 1)
+    off = cluster_offsets(members)
+    loop = sum(Zd[np.ix_(members[:, q] + off[q], members[:, q] + off[q])] for q in range(4)) / 4
+    assert np.allclose(E, loop, atol=1e-12)
+    assert np.all(E >= coassociation(members, dtype=np.float64) - 1e-12)
+    # isolated clusters (no links) get zero rows/columns
+    Ji = np.eye(4)
+    Ji[0, 1] = Ji[1, 0] = 0.5
+    Zi = propagate_similarity(Ji, 3)
+    assert np.all(Zi[2] == 0) and np.all(Zi[:, 3] == 0) and Zi[0, 1] == pytest.approx(0.0)
+
+
+def test_ncut_meta_recovers_components():
+    # N1: block-diagonal affinity of equal degrees -> the blocks
+    W = np.kron(np.eye(3), np.ones((4, 4)))
+    labels = ncut_meta(W, 3, random_state=0)
+    assert ari(labels, np.repeat([0, 1, 2], 4)) == 1.0
