@@ -129,7 +129,7 @@ def plot_ranks(result: FriedmanResult, path, title: str = "") -> None:
     half = result.critical_difference / 2.0
     fig, ax = plt.subplots(figsize=(6.5, 0.38 * len(rows) + 1.4))
     best = min(r for _, r in rows)
-    for i, (method, r) in enumerate(rows):
+    for i, (_method, r) in enumerate(rows):
         color = "tab:blue" if r - best <= result.critical_difference else "tab:gray"
         ax.plot([r - half, r + half], [i, i], color=color, lw=2)
         ax.plot(r, i, "o", color=color)
