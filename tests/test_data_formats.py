@@ -6,7 +6,6 @@ import csv
 
 import h5py
 import numpy as np
-import pytest
 import scipy.io
 from scipy import sparse
 
