@@ -33,7 +33,10 @@ cluster means of X, which is what Lloyd's K-means returns at convergence (spec O
 
 from __future__ import annotations
 
+import hashlib
+import os
 import time
+from collections import OrderedDict
 
 import numpy as np
 
@@ -283,6 +286,58 @@ _PARAMS = {
 }
 
 
+# A small in-process cache of finished ADMM runs: ACMK-KM and ACMK-SC differ only in the final step, so a
+# runner that fits both on the same ensemble (same X, members and ADMM parameters) solves the ADMM once.
+# The ADMM itself uses no randomness, so a cached result is identical to a recomputed one. Bounded by
+# ENSCLUST_ACMK_CACHE_MB (default 512 MB of consensus graphs); set it to 0 to disable.
+_ADMM_CACHE: OrderedDict[str, dict] = OrderedDict()
+_FINAL_ONLY = ("n_init",)
+
+
+def _cache_budget() -> int:
+    return int(float(os.environ.get("ENSCLUST_ACMK_CACHE_MB", "512")) * 2**20)
+
+
+_COMPRESSED: dict[str, np.ndarray] = {}  # one entry: the compressed features of the last X seen
+
+
+def _features_key(X) -> str:
+    X = np.ascontiguousarray(X)
+    h = hashlib.sha256(repr((X.shape, str(X.dtype))).encode())
+    h.update(X.tobytes())
+    return h.hexdigest()
+
+
+def _compressed_features(X, x_key: str) -> np.ndarray:
+    """compress_features(X), computed once per distinct X (all cells of a data set share it)."""
+    if x_key not in _COMPRESSED:
+        _COMPRESSED.clear()
+        _COMPRESSED[x_key] = compress_features(X)
+    return _COMPRESSED[x_key]
+
+
+def _cached_run(X, labels, params, **kwargs) -> tuple[dict, bool]:
+    budget = _cache_budget()
+    x_key = _features_key(X)
+    if kwargs.get("compress", True):
+        X = _compressed_features(X, x_key)
+    if budget <= 0 or labels.shape[0] ** 2 * 4 > budget:
+        return run_acmk(X, labels, **kwargs), False
+    h = hashlib.sha256(x_key.encode())
+    h.update(repr(labels.shape).encode())
+    h.update(np.ascontiguousarray(labels).tobytes())
+    h.update(repr(sorted((k, v) for k, v in params.items() if k not in _FINAL_ONLY)).encode())
+    key = h.hexdigest()
+    if key in _ADMM_CACHE:
+        _ADMM_CACHE.move_to_end(key)
+        return _ADMM_CACHE[key], True
+    result = run_acmk(X, labels, **kwargs)
+    _ADMM_CACHE[key] = result
+    while sum(r["W"].nbytes for r in _ADMM_CACHE.values()) > budget:
+        _ADMM_CACHE.popitem(last=False)
+    return result, False
+
+
 class _ACMK(ConsensusMethod):
     needs_features = True
     randomized = True
@@ -295,8 +350,8 @@ class _ACMK(ConsensusMethod):
         if members.shape[1] < v:
             raise UserError(f"{self.name}: n_base={v} but only {members.shape[1]} base clusterings were given")
         labels = members[:, :v]
-        result = run_acmk(
-            X, labels, lam=p["lambda"], k=p["k"], max_iter=p["max_iter"], tol=p["tol"], feas_tol=p["feas_tol"],
+        result, cached = _cached_run(
+            X, labels, p, lam=p["lambda"], k=p["k"], max_iter=p["max_iter"], tol=p["tol"], feas_tol=p["feas_tol"],
             inner_iter=p["inner_iter"], inner_memory=p["inner_memory"], inner_pgtol=p["inner_pgtol"],
             mu0=p["mu0"], rho=p["rho"], mu_max=p["mu_max"], dtype=p["dtype"], inner_solver=p["inner_solver"],
             g_step=p["g_step"], recompute_f=p["recompute_f"], compress=p["compress"])
@@ -310,13 +365,14 @@ class _ACMK(ConsensusMethod):
             out = kmeans_labels(emb, n_clusters, random_state=rng, n_init=p["n_init"])
         hist = result["history"]
         self.consensus_matrix_ = W
-        self.refined_members_ = result["labels"]
-        self.initial_members_ = result["initial_labels"]
+        self.refined_members_ = result["labels"].copy()
+        self.initial_members_ = result["initial_labels"].copy()
         self.diagnostics_ = {
             "objective": hist["objA"], "obj6": hist["obj6"], "lagrangian": hist["lagrangian"],
             "r1": hist["r1"], "r2": hist["r2"], "moves": hist["moves"], "alpha": [float(a) for a in result["alpha"]],
             "a_iter": hist["a_iter"], "w_iter": hist["w_iter"], "seconds": hist["seconds"],
             "n_iter": int(result["n_iter"]), "converged": bool(result["converged"]),
+            "admm_cached": cached, "admm_seconds": hist["seconds"][-1] if hist["seconds"] else 0.0,
         }
         return out
 
