@@ -12,6 +12,7 @@ import scipy.io
 
 from ensclust.data import list_registry, load_dataset
 from ensclust.errors import UserError
+from ensclust.metrics import ari
 from ensclust.pools import PoolCacheWarning, get_pool, import_pool
 
 SPEC = {"generator": "kmeans", "k": [2, 6], "size": 5}
@@ -209,6 +210,22 @@ def test_all_authors_pools_import(data_dir):
         assert pool.members.min() == 0
     control = get_pool(None, {"source": "file", "file": "pools/drec_control.mat"}, seed=0, data_dir=data_dir)
     assert control.meta["y_from"] == "control" and control.n_clusters == 6
+    assert np.mean([ari(control.y, control.members[:, j]) for j in range(100)]) == pytest.approx(0.54, abs=0.005)
+
+
+@pytest.mark.parametrize(
+    "name, mean, std, best",
+    # specs/eccms.md 8.3: pool ARI statistics equal the paper's "base clusterings" rows
+    [("eccms_ecoli", 0.396, 0.120, 0.695), ("eccms_ls", 0.235, 0.100, 0.479),
+     ("eccms_aggregation", 0.463, 0.171, 0.822), ("eccms_caltech20", 0.209, 0.061, 0.345)],
+)
+def test_authors_pool_statistics(data_dir, name, mean, std, best):
+    pool = get_pool(None, {"source": "file", "file": f"pools/{name}.mat"}, seed=0, data_dir=data_dir)
+    scores = np.array([ari(pool.y, pool.members[:, j]) for j in range(pool.size)])
+    assert round(scores.mean(), 3) == mean and round(scores.std(ddof=1), 3) == std and round(scores.max(), 3) == best
+
+
+def test_authors_pool_with_dataset(data_dir):
     ecoli = load_dataset("ecoli", data_dir=data_dir)
     p = get_pool(ecoli, {"source": "file", "file": "pools/eccms_ecoli.mat", "first": 20}, seed=0, data_dir=data_dir)
     assert p.size == 20 and p.meta["y_matches_dataset"]
