@@ -141,3 +141,13 @@ def test_ecmc_rejects_d0_above_d1():
 
     with pytest.raises(UserError, match="d0 < d1"):
         get_method("ecmc", d0=0.9, d1=0.5)
+
+
+def test_ecmc_truncated_svt_close_to_exact_on_low_rank_case():
+    members, y = planted_ensemble(n=120, c=3, m=12, noise_fraction=0.1, random_state=7)
+    exact = get_method("ecmc", d0=0.2, d1=0.6, svt="exact")
+    trunc = get_method("ecmc", d0=0.2, d1=0.6, svt="truncated")
+    a = exact.fit_predict(members, 3, random_state=0)
+    b = trunc.fit_predict(members, 3, random_state=0)
+    assert same_partition(a, b) and same_partition(a, y)
+    assert np.abs(exact.consensus_matrix_ - trunc.consensus_matrix_).max() < 0.05
