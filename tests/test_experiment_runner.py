@@ -43,9 +43,18 @@ class _Failing(ConsensusMethod):
         return labels
 
 
-for _cls in (_Interrupting, _Failing):
-    if _cls.name not in list_methods():
-        register(_cls)
+@pytest.fixture(autouse=True, scope="module")
+def _test_methods():
+    """Register the two test-only methods for this module and remove them afterwards, so that tests
+    iterating over all registered methods elsewhere never see them."""
+    import ensclust.methods as registry
+
+    for cls in (_Interrupting, _Failing):
+        if cls.name not in list_methods():
+            register(cls)
+    yield
+    for cls in (_Interrupting, _Failing):
+        registry._REGISTRY.pop(cls.name, None)
 
 
 CONFIG = """name: {name}
