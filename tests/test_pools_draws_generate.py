@@ -153,3 +153,20 @@ def test_kmeans_random_init_and_sparse_input(blobs):
 def test_generate_needs_dataset():
     with pytest.raises(UserError, match="needs a dataset"):
         get_pool(None, {"source": "generate", "k": "c", "size": 3}, seed=0)
+
+
+def test_gaussian_kernel_closed_form():
+    from ensclust.pools.generate import gaussian_kernel
+
+    X = np.random.default_rng(0).normal(size=(30, 3))
+    sigma = 1.3
+    D2 = ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1)
+    expected = np.exp(-D2 / (2 * sigma**2))
+    np.fill_diagonal(expected, 0.0)  # NJW: zero diagonal (specs/spce.md 4.3)
+    assert np.allclose(gaussian_kernel(X, sigma), expected)
+    assert gaussian_kernel(X, sigma, dtype=np.float32).dtype == np.float32
+
+
+def test_progress_bar_runs(blobs, capsys):
+    members, _, _ = generate_members(blobs.X, {"k": "c", "size": 2}, n_clusters=3, seed=0, progress=True)
+    assert members.shape == (150, 2)

@@ -239,11 +239,14 @@ def gaussian_kernel(X, sigma: float, dtype=np.float64) -> np.ndarray:
     """K_ij = exp(-||x_i - x_j||^2 / (2 sigma^2)) with a zero diagonal (NJW; specs/spce.md 4.3)."""
     from sklearn.metrics import pairwise_distances
 
-    D2 = pairwise_distances(X, metric="sqeuclidean").astype(dtype, copy=False)
-    D2 *= -1.0 / (2.0 * sigma * sigma)
-    np.exp(D2, out=D2)
-    np.fill_diagonal(D2, 0.0)
-    return D2
+    n = X.shape[0]
+    K = np.empty((n, n), dtype=dtype)
+    block = 2048  # row blocks: the float64 distances of one block only, never a second n x n matrix
+    for start in range(0, n, block):
+        D2 = pairwise_distances(X[start : start + block], X, metric="sqeuclidean")
+        K[start : start + block] = np.exp(D2 * (-1.0 / (2.0 * sigma * sigma)))
+    np.fill_diagonal(K, 0.0)
+    return K
 
 
 def _spectral_members(X, spec: dict, plan: list[dict], seed: int, bar) -> list[np.ndarray]:
