@@ -393,6 +393,27 @@ def test_deterministic_and_solver_options():
         assert acc(y, labels) > 0.9, extra
 
 
+def test_admm_cache_gives_the_same_result_and_sparse_features_work(monkeypatch):
+    from scipy import sparse
+
+    from ensclust.methods import acmk as acmk_module
+
+    X, members, y = _four_blobs(seed=4, n=80)
+    acmk_module._ADMM_CACHE.clear()
+    km = get_method("acmk-km", max_iter=3)
+    km.fit(members, 4, X=X, random_state=1)
+    sc = get_method("acmk-sc", max_iter=3)
+    sc.fit(members, 4, X=sparse.csr_matrix(X), random_state=1)  # same X as a sparse matrix: a cache hit
+    assert not km.diagnostics_["admm_cached"] and sc.diagnostics_["admm_cached"]
+    monkeypatch.setenv("ENSCLUST_ACMK_CACHE_MB", "0")
+    fresh = get_method("acmk-sc", max_iter=3)
+    fresh.fit(members, 4, X=X, random_state=1)
+    assert not fresh.diagnostics_["admm_cached"]
+    assert np.array_equal(fresh.consensus_matrix_, sc.consensus_matrix_)
+    assert np.array_equal(fresh.labels_, sc.labels_)
+    assert fresh.diagnostics_["objective"] == sc.diagnostics_["objective"]
+
+
 def test_ablations_gf_and_fix():
     X, members, y = _four_blobs(seed=1)
     from ensclust.core.spectral import spectral_clustering

@@ -350,6 +350,7 @@ class _ACMK(ConsensusMethod):
         if members.shape[1] < v:
             raise UserError(f"{self.name}: n_base={v} but only {members.shape[1]} base clusterings were given")
         labels = members[:, :v]
+        X = X.toarray() if hasattr(X, "toarray") else np.asarray(X)  # sparse tf-idf: X~ = U Sigma is dense anyway
         result, cached = _cached_run(
             X, labels, p, lam=p["lambda"], k=p["k"], max_iter=p["max_iter"], tol=p["tol"], feas_tol=p["feas_tol"],
             inner_iter=p["inner_iter"], inner_memory=p["inner_memory"], inner_pgtol=p["inner_pgtol"],
@@ -422,7 +423,7 @@ class ACMKGraphFilter(ConsensusMethod):
             m = int(rng.integers(members.shape[1]))
         if m >= members.shape[1]:
             raise UserError(f"acmk-gf: member={m} but only {members.shape[1]} base clusterings were given")
-        Xf = np.asarray(X, dtype=np.float64)
+        Xf = X.toarray() if hasattr(X, "toarray") else np.asarray(X, dtype=np.float64)
         lab = members[:, m]
         means = cluster_means(Xf, lab, int(lab.max()) + 1)[lab]
         emb = means + 2.0 ** (-self.k) * (Xf - means)
