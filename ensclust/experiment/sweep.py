@@ -62,8 +62,12 @@ def build_sweep_config(method: str, param: str, grid, *, datasets=(), fixed=None
             data["datasets"] = [{"name": d, "label": d} for d in datasets]
         if metrics:
             data["metrics"] = list(metrics)
-        if repetitions is not None and "ensemble" in data:
-            data["ensemble"] = {**data["ensemble"], "repetitions": repetitions}
+        if repetitions is not None:
+            data["ensemble"] = {**(data.get("ensemble") or {}), "repetitions": repetitions}
+        if ensemble_size is not None:
+            data["ensemble"] = {**(data.get("ensemble") or {}), "size": ensemble_size}
+        if pool_size is not None:
+            data["pool"] = {**(data.get("pool") or {}), "size": pool_size}
         file = str(base_config)
     else:
         reps = repetitions or 10
@@ -75,7 +79,7 @@ def build_sweep_config(method: str, param: str, grid, *, datasets=(), fixed=None
             "ensemble": {"mode": "fresh", "size": size, "repetitions": reps, "seed": 1},
             "metrics": list(metrics or ["acc", "nmi", "ari"]),
         }
-        file = "sweep"
+        file = "ensclust sweep"
     data["name"] = name or f"sweep_{slug(method)}_{slug(param)}"
     data["methods"] = [method_entry]
     data["outputs"] = ["csv", "markdown"]
