@@ -39,22 +39,29 @@ def _parse_ratio(text: str | None):
 
 
 def _spec_options(f):
-    f = click.option("--generator", type=click.Choice(GENERATORS), default="kmeans", show_default=True)(f)
-    f = click.option("--k", "k", default="random", show_default=True,
-                     help="c | random (= [c, min(ceil(sqrt n), 50)]) | N | LO:HI (e.g. 2:sqrt, 10:50).")(f)
-    f = click.option("--size", type=int, default=100, show_default=True, help="Number of members.")(f)
-    f = click.option("--feature-ratio", default=None, help="R or LO:HI, e.g. 0.6:1.0 (random feature subset per member).")(f)
-    f = click.option("--init", type=click.Choice(["k-means++", "random"]), default="k-means++", show_default=True)(f)
-    f = click.option("--seed", type=int, default=0, show_default=True, help="Master seed of the pool.")(f)
-    f = click.option("--preprocess", type=click.Choice(PREPROCESS), default="none", show_default=True)(f)
-    f = click.option("--cache-dir", type=click.Path(file_okay=False), default=DEFAULT_CACHE_DIR, show_default=True)(f)
+    options = [
+        click.option("--generator", type=click.Choice(GENERATORS), default="kmeans", show_default=True),
+        click.option("--k", "k", default="random", show_default=True,
+                     help="c | random (= [c, min(ceil(sqrt n), 50)]) | N | LO:HI (e.g. 2:sqrt, 10:50)."),
+        click.option("--size", type=int, default=100, show_default=True, help="Number of members."),
+        click.option("--feature-ratio", default=None, help="R or LO:HI, e.g. 0.6:1.0 (random feature subsets)."),
+        click.option("--feature-subset", type=click.Choice(["member", "pool"]), default="member", show_default=True,
+                     help="A new feature subset per member, or one subset for the whole pool (RCEC R9)."),
+        click.option("--init", type=click.Choice(["k-means++", "random"]), default="k-means++", show_default=True),
+        click.option("--seed", type=int, default=0, show_default=True, help="Master seed of the pool."),
+        click.option("--preprocess", type=click.Choice(PREPROCESS), default="none", show_default=True),
+        click.option("--cache-dir", type=click.Path(file_okay=False), default=DEFAULT_CACHE_DIR, show_default=True),
+    ]
+    for option in reversed(options):  # click lists options in decoration order, bottom-up
+        f = option(f)
     return f
 
 
-def _build(dataset, generator, k, size, feature_ratio, init, seed, preprocess, cache_dir, data_dir, progress):
+def _build(dataset, generator, k, size, feature_ratio, feature_subset, init, seed, preprocess, cache_dir, data_dir,
+           progress):
     ds = load_dataset(dataset, data_dir=data_dir, preprocess=preprocess)
     spec = {"source": "generate", "generator": generator, "k": _parse_k(k), "size": size,
-            "feature_ratio": _parse_ratio(feature_ratio), "init": init}
+            "feature_ratio": _parse_ratio(feature_ratio), "feature_subset": feature_subset, "init": init}
     t0 = time.perf_counter()
     pool = get_pool(ds, spec, seed=seed, data_dir=data_dir, cache_dir=cache_dir, progress=progress)
     return ds, pool, time.perf_counter() - t0
@@ -70,7 +77,8 @@ def pool_group():
 @_spec_options
 @_DATA_DIR
 @click.option("--progress/--no-progress", default=True, show_default=True)
-def pool_build(dataset, generator, k, size, feature_ratio, init, seed, preprocess, cache_dir, data_dir, progress):
+def pool_build(dataset, generator, k, size, feature_ratio, feature_subset, init, seed, preprocess, cache_dir, data_dir,
+               progress):
     """Generate a pool for DATASET (registry name, built-in or file) and store it in the HDF5 cache.
 
     A second build with the same data, preprocessing, generator and seed is a cache hit.
@@ -82,8 +90,8 @@ def pool_build(dataset, generator, k, size, feature_ratio, init, seed, preproces
       ensclust pool build tr11 --preprocess tfidf --k c --size 30 --feature-ratio 0.6:1.0
       ensclust pool build iris --generator spectral --k c --size 9
     """
-    ds, pool, seconds = _build(dataset, generator, k, size, feature_ratio, init, seed, preprocess, cache_dir,
-                               data_dir, progress)
+    ds, pool, seconds = _build(dataset, generator, k, size, feature_ratio, feature_subset, init, seed, preprocess,
+                               cache_dir, data_dir, progress)
     click.echo(f"pool for {ds.name} (n={ds.n_samples}, d={ds.n_features}, c={ds.n_clusters}): m={pool.size} members, "
                f"k {pool.ks.min()}..{pool.ks.max()}")
     click.echo(f"cache {pool.meta['cache']}: {pool.meta['path']} ({seconds:.2f} s)")
@@ -95,8 +103,8 @@ def pool_build(dataset, generator, k, size, feature_ratio, init, seed, preproces
 @_DATA_DIR
 @click.option("--members", "show_members", is_flag=True, help="Print one line per member (k, cluster sizes, NMI to truth).")
 @click.option("--pairwise/--no-pairwise", default=True, show_default=True, help="Mean pairwise NMI between members.")
-def pool_show(target, generator, k, size, feature_ratio, init, seed, preprocess, cache_dir, data_dir, show_members,
-              pairwise):
+def pool_show(target, generator, k, size, feature_ratio, feature_subset, init, seed, preprocess, cache_dir, data_dir,
+              show_members, pairwise):
     """Summary of a pool: per-member k, cluster sizes, mean pairwise NMI, quality against the ground truth.
 
     TARGET is an authors' pool name (e.g. eccms_ecoli), a pool file (.mat/.h5/.npz/.csv, including a cache
@@ -115,8 +123,8 @@ def pool_show(target, generator, k, size, feature_ratio, init, seed, preprocess,
         # a path in the current folder, absolute, or relative to the data directory (like pool.file)
         pool = get_pool(None, {"source": "file", "file": target}, seed=0, data_dir=data_dir)
     else:
-        _ds, pool, _ = _build(target, generator, k, size, feature_ratio, init, seed, preprocess, cache_dir, data_dir,
-                              progress=False)
+        _ds, pool, _ = _build(target, generator, k, size, feature_ratio, feature_subset, init, seed, preprocess,
+                              cache_dir, data_dir, progress=False)
     _summarise(pool, show_members=show_members, pairwise=pairwise)
 
 
