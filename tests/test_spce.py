@@ -210,13 +210,14 @@ def test_pair_table_matches_dense():
     iu = np.triu_indices(30, 1)
     positive = count[iu] > 0
     assert table.n_pairs == positive.sum()
-    assert np.all(count[table.rows, table.cols] > 0)
-    assert np.all(table.rows < table.cols) and np.all(np.diff(table.rows) >= 0)
-    free_counts = count[table.rows[table.free], table.cols[table.free]]
+    assert np.all(table.free_rows < table.free_cols) and np.all(np.diff(table.free_rows) >= 0)
+    assert np.all(table.one_rows < table.one_cols)
+    free_counts = count[table.free_rows, table.free_cols]
     assert np.array_equal(free_counts, table.pattern_counts()[table.pattern])
-    assert np.all(count[table.rows[table.ones], table.cols[table.ones]] == 7)
+    assert np.all(free_counts > 0) and np.all(free_counts < 7)
+    assert np.all(count[table.one_rows, table.one_cols] == 7) and (count[iu] == 7).sum() == table.n_ones
     for t in range(table.n_free):
-        p, q = table.rows[table.free[t]], table.cols[table.free[t]]
+        p, q = table.free_rows[t], table.free_cols[t]
         assert np.array_equal(table.patterns[table.pattern[t]], P[p] == P[q])
 
 
@@ -230,8 +231,8 @@ def test_member_losses_match_dense():
     S = upper_matrix(table, S_free).toarray()
     S = S + S.T + np.eye(n)
     Wd = np.ones((n, n))
-    Wd[table.rows[table.free], table.cols[table.free]] = W
-    Wd[table.cols[table.free], table.rows[table.free]] = W
+    Wd[table.free_rows, table.free_cols] = W
+    Wd[table.free_cols, table.free_rows] = W
     dense = [np.sum(((S - conn(P[:, i])) * Wd) ** 2) for i in range(m)]
     assert np.allclose(member_losses(table, W * W, S_free), dense)
 

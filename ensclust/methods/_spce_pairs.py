@@ -28,29 +28,33 @@ class PairTable:
     Attributes
     ----------
     n, m : number of points and of base clusterings.
-    rows, cols : int32 arrays (P,), the pairs; rows are non-decreasing (CSR order).
-    free : int64 indices into the pairs with 0 < count < m (Omega_pq = 0).
-    ones : int64 indices into the pairs with count == m (Omega_pq = 1, S_pq fixed at 1).
+    free_rows, free_cols : int32 arrays (F,), the free pairs (0 < count < m, Omega_pq = 0); rows are
+        non-decreasing (CSR order).
+    one_rows, one_cols : int32 arrays, the pairs with count == m (Omega_pq = 1, S_pq fixed at 1).
     pattern : int32 (F,), for each free pair the index of its agreement pattern.
     patterns : bool (U, m), patterns[u, i] = True when member i puts the pairs of pattern u together.
     """
 
     n: int
     m: int
-    rows: np.ndarray
-    cols: np.ndarray
-    free: np.ndarray
-    ones: np.ndarray
+    free_rows: np.ndarray
+    free_cols: np.ndarray
+    one_rows: np.ndarray
+    one_cols: np.ndarray
     pattern: np.ndarray
     patterns: np.ndarray
 
     @property
-    def n_pairs(self) -> int:
-        return int(self.rows.shape[0])
+    def n_free(self) -> int:
+        return int(self.free_rows.shape[0])
 
     @property
-    def n_free(self) -> int:
-        return int(self.free.shape[0])
+    def n_ones(self) -> int:
+        return int(self.one_rows.shape[0])
+
+    @property
+    def n_pairs(self) -> int:
+        return self.n_free + self.n_ones
 
     def pattern_counts(self) -> np.ndarray:
         """Co-association count of every pattern (how many members agree)."""
@@ -117,7 +121,12 @@ def build_pair_table(members: np.ndarray) -> PairTable:
     """The :class:`PairTable` of a relabelled n x m label matrix."""
     n, m = members.shape
     rows, cols, counts = _upper_pairs(members)
-    free = np.flatnonzero(counts < m)
-    ones = np.flatnonzero(counts == m)
-    pattern, patterns = _agreement_patterns(members, rows[free], cols[free])
-    return PairTable(n=n, m=m, rows=rows, cols=cols, free=free, ones=ones, pattern=pattern, patterns=patterns)
+    is_one = counts == m
+    del counts
+    one_rows, one_cols = rows[is_one], cols[is_one]
+    np.logical_not(is_one, out=is_one)
+    free_rows, free_cols = rows[is_one], cols[is_one]
+    del rows, cols, is_one
+    pattern, patterns = _agreement_patterns(members, free_rows, free_cols)
+    return PairTable(n=n, m=m, free_rows=free_rows, free_cols=free_cols, one_rows=one_rows, one_cols=one_cols,
+                     pattern=pattern, patterns=patterns)

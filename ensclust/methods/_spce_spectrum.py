@@ -142,7 +142,7 @@ def smallest_eigenpairs(S_upper: sparse.csr_matrix, c: int, *, rank_test: str = 
     """
     n = S_upper.shape[0]
     k, comp = connected_components(S_upper, directed=False)
-    comp = comp.astype(np.int64)
+    comp = comp.astype(np.int32)
     sizes = np.bincount(comp, minlength=k)
     if rank_test == "dense":
         S_sym = (S_upper + S_upper.T).tocsr()

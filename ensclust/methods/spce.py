@@ -193,9 +193,9 @@ class _SPCEBase(ConsensusMethod):
         Y = spec.embedding
         W = None
         E, E_of = None, None
-        free_rows, free_cols = table.rows[table.free], table.cols[table.free]
+        free_rows, free_cols = table.free_rows, table.free_cols
         diag = {"variant": self.variant, "gamma": gamma, "n_pairs": table.n_pairs, "n_free_pairs": table.n_free,
-                "n_fixed_one_pairs": int(table.ones.shape[0]), "n_patterns": int(table.patterns.shape[0]),
+                "n_fixed_one_pairs": table.n_ones, "n_patterns": int(table.patterns.shape[0]),
                 "n_components_initial": spec.n_components, "lambda": [], "inner_iterations": [],
                 "rho": [], "branch": [], "n_components_trace": [], "objective": [], "objective_no_rank": [],
                 "objective_eq6": [], "stage_of_iteration": [], "exit_test_passed": []}
@@ -225,7 +225,7 @@ class _SPCEBase(ConsensusMethod):
                 Y = spec.embedding
                 losses = member_losses(table, terms.W2, S_free, same_w)
                 alpha = alpha_update(losses, self.alpha_floor)               # eq. (21)
-                nnz = n + 2 * int(np.count_nonzero(S_free)) + 2 * int(table.ones.shape[0])
+                nnz = n + 2 * int(np.count_nonzero(S_free)) + 2 * table.n_ones
                 data_term = float(np.sum(losses / alpha))
                 no_rank = data_term - lam * sum_w + gamma * nnz
                 diag["objective_no_rank"].append(no_rank)
@@ -281,13 +281,13 @@ class _SPCEBase(ConsensusMethod):
 
 
 def upper_matrix(table: PairTable, S_free: np.ndarray) -> sparse.csr_matrix:
-    """CSR of the nonzero S_pq, p < q (free pairs with S != 0 and the Omega-ones), built without sorting."""
-    values = np.ones(table.n_pairs)
-    values[table.free] = S_free
-    keep = np.flatnonzero(values)
-    indptr = np.zeros(table.n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(table.rows[keep], minlength=table.n), out=indptr[1:])
-    return sparse.csr_matrix((values[keep], table.cols[keep], indptr), shape=(table.n, table.n))
+    """CSR of the nonzero S_pq, p < q: the free pairs with S != 0 and the Omega-ones (value 1)."""
+    keep = np.flatnonzero(S_free)
+    rows = np.concatenate([table.free_rows[keep], table.one_rows])
+    cols = np.concatenate([table.free_cols[keep], table.one_cols])
+    data = np.concatenate([S_free[keep], np.ones(table.n_ones)])
+    del keep
+    return sparse.coo_matrix((data, (rows, cols)), shape=(table.n, table.n)).tocsr()
 
 
 def member_weight_sums(table: PairTable, W2: np.ndarray) -> np.ndarray:
