@@ -22,9 +22,9 @@ inverse is well conditioned (condition number <= 1 + 2 max-degree(H)/(gamma1+gam
 Iterative solvers (CG on the sparse M) were not used: the result would only be approximate and, with n
 right-hand sides per iteration, no cheaper.
 
-Everything else runs on row blocks / tile pairs of the dense n x n arrays (A, C, E, F, Y1, Y2) in place, so the
-working memory is six n x n arrays plus the component inverses and one block of temporaries (USPS, n = 11000,
-float32: about 3 GB).
+Everything else runs in place on row chunks of the dense n x n arrays (A, C, E, F, Y1, Y2, and P = C + Y2/g2 for
+the symmetrisation of Eq. 13) with preallocated temporaries, so the working memory is seven n x n arrays plus
+the component inverses (USPS, n = 11000, float32: about 3.7 GB).
 
 Authors' code vs paper (spec section 5) - defaults follow the code, the paper's form is an option:
 
@@ -44,9 +44,8 @@ from scipy import sparse
 from scipy.linalg import lapack
 from scipy.sparse.csgraph import connected_components
 
-#: rows per chunk of the element-wise updates, tile size of the symmetric F-update
+#: rows per chunk of the element-wise updates; columns per chunk of the block GEMMs
 _ROW_CHUNK = 256
-_TILE = 512
 _COL_CHUNK = 2048
 
 
@@ -104,8 +103,8 @@ def laplacian_blocks(H, gamma1: float, gamma2: float):
 
 
 #: components smaller than this are packed together into one block-diagonal GEMM of at most _PACK_SIZE rows
-_PACK_BELOW = 64
-_PACK_SIZE = 256
+_PACK_BELOW = 16
+_PACK_SIZE = 64
 
 
 def _pack_small_blocks(blocks):
@@ -163,9 +162,15 @@ def _ratio(num2: float, den2: float, squared: bool) -> float:
 
 
 def _sq(x: np.ndarray) -> float:
-    """Squared Frobenius norm accumulated in float64 (BLAS dot on a contiguous chunk)."""
+    """Squared Frobenius norm accumulated in float64.
+
+    float64: BLAS dot on the (contiguous) chunk. float32: the chunk is cast to float64 first, because a float32
+    dot over millions of entries loses digits that the stopping rule compares at 1e-2.
+    """
     v = np.ascontiguousarray(x).ravel()
-    return float(np.dot(v, v)) if v.dtype == np.float64 else float(np.dot(v.astype(np.float64), v))
+    if v.dtype != np.float64:
+        v = v.astype(np.float64)
+    return float(np.dot(v, v))
 
 
 def solve(A, H, lam: float, *, gamma1: float = 1.0, gamma2: float = 1.0, tol: float = 1e-2,
@@ -226,6 +231,14 @@ def solve(A, H, lam: float, *, gamma1: float = 1.0, gamma2: float = 1.0, tol: fl
 
     history = []
     converged = False
+    unit_g1, unit_g2 = g1 == 1.0, g2 == 1.0
+    # reusable buffers: one row chunk (or one block x column chunk) of temporaries and the n x n P of Eq. 13
+    max_rows = max([e - s for s, e, _ in blocks_dt] + [_ROW_CHUNK])
+    buf_cols = min(n, _COL_CHUNK)
+    R_buf = np.empty((max_rows, buf_cols), dtype=dtype)
+    T_buf = np.empty((max_rows, buf_cols), dtype=dtype)
+    row_buf = [np.empty((_ROW_CHUNK, n), dtype=dtype) for _ in range(3)]
+    P = np.empty((n, n), dtype=dtype)
     k = 0
     for k in range(1, max_iter + 1):
         # ---- C-update (Eq. 9): C = M^-1 (g1 (A - E + Y1/g1) + g2 (F - Y2/g2)), block rows ----------------
@@ -233,7 +246,9 @@ def solve(A, H, lam: float, *, gamma1: float = 1.0, gamma2: float = 1.0, tol: fl
         for s, e, Minv in blocks_dt:
             for c0 in range(0, n, _COL_CHUNK):
                 c1 = min(c0 + _COL_CHUNK, n)
-                R = _rhs(Ap, E, Y1, F, Y2, slice(s, e), slice(c0, c1), tg1, tg2)
+                R = R_buf[:e - s, :c1 - c0]
+                T = T_buf[:e - s, :c1 - c0]
+                _rhs_into(R, T, Ap, E, Y1, F, Y2, slice(s, e), slice(c0, c1), tg1, tg2, unit_g1, unit_g2)
                 Cn = Minv @ R
                 old = C[s:e, c0:c1]
                 Cold2 += _sq(old)
@@ -242,61 +257,70 @@ def solve(A, H, lam: float, *, gamma1: float = 1.0, gamma2: float = 1.0, tol: fl
                 old[...] = Cn
         for r0 in range(single_start, n, _ROW_CHUNK):
             r1 = min(r0 + _ROW_CHUNK, n)
-            R = _rhs(Ap, E, Y1, F, Y2, slice(r0, r1), slice(0, n), tg1, tg2)
+            R = row_buf[0][:r1 - r0]
+            T = row_buf[1][:r1 - r0]
+            _rhs_into(R, T, Ap, E, Y1, F, Y2, slice(r0, r1), slice(0, n), tg1, tg2, unit_g1, unit_g2)
             R *= inv_shift
             old = C[r0:r1]
             Cold2 += _sq(old)
-            dC2 += _sq(R - old)
+            np.subtract(R, old, out=T)
+            dC2 += _sq(T)
             old[...] = R
 
         # ---- E-update (Eq. 11) and Y1 (Eq. 14), row chunks --------------------------------------------------
         dE2 = Eold2 = r1_2 = Y1old2 = 0.0
         for r0 in range(0, n, _ROW_CHUNK):
             r1 = min(r0 + _ROW_CHUNK, n)
-            a, c, y1 = Ap[r0:r1], C[r0:r1], Y1[r0:r1]
-            amc = a - c
-            En = amc * tg1
-            En += y1
+            m = r1 - r0
+            a, c, y1, eold = Ap[r0:r1], C[r0:r1], Y1[r0:r1], E[r0:r1]
+            amc, En, D = row_buf[0][:m], row_buf[1][:m], row_buf[2][:m]
+            np.subtract(a, c, out=amc)
+            if unit_g1:
+                np.add(amc, y1, out=En)
+            else:
+                np.multiply(amc, tg1, out=En)
+                En += y1
             En *= c_e
             lo, hi = lock_indptr[r0], lock_indptr[r1]
             if hi > lo:
-                rows = np.repeat(np.arange(r1 - r0), np.diff(lock_indptr[r0:r1 + 1]))
+                rows = np.repeat(np.arange(m), np.diff(lock_indptr[r0:r1 + 1]))
                 En[rows, lock_indices[lo:hi]] = 0
-            eold = E[r0:r1]
             Eold2 += _sq(eold)
-            dE2 += _sq(En - eold)
+            np.subtract(En, eold, out=D)
+            dE2 += _sq(D)
             eold[...] = En
             amc -= En                      # residual1 = A - C - E
             r1_2 += _sq(amc)
             Y1old2 += _sq(y1)
-            amc *= tg1
+            if not unit_g1:
+                amc *= tg1
             y1 += amc
 
-        # ---- F-update (Eq. 13) and Y2 (Eq. 14), symmetric tile pairs ------------------------------------------
+        # ---- F-update (Eq. 13) and Y2 (Eq. 14), row chunks against the transposed P ---------------------------
         dF2 = Fold2 = r2_2 = Y2old2 = 0.0
-        for i0 in range(0, n, _TILE):
-            i1 = min(i0 + _TILE, n)
-            for j0 in range(i0, n, _TILE):
-                j1 = min(j0 + _TILE, n)
-                P_ij = C[i0:i1, j0:j1] + Y2[i0:i1, j0:j1] * inv_g2
-                P_ji = C[j0:j1, i0:i1] + Y2[j0:j1, i0:i1] * inv_g2
-                Fn = P_ij + P_ji.T
-                Fn *= dtype.type(0.5)
-                np.clip(Fn, 0, 1, out=Fn)
-                tiles = [(slice(i0, i1), slice(j0, j1), Fn)]
-                if j0 != i0:
-                    tiles.append((slice(j0, j1), slice(i0, i1), Fn.T))
-                for rs, cs, fn in tiles:
-                    fold = F[rs, cs]
-                    Fold2 += _sq(fold)
-                    dF2 += _sq(fn - fold)
-                    fold[...] = fn
-                    res2 = C[rs, cs] - fn
-                    r2_2 += _sq(res2)
-                    y2 = Y2[rs, cs]
-                    Y2old2 += _sq(y2)
-                    res2 *= tg2
-                    y2 += res2
+        if unit_g2:
+            np.add(C, Y2, out=P)
+        else:
+            np.multiply(Y2, inv_g2, out=P)
+            P += C
+        for r0 in range(0, n, _ROW_CHUNK):
+            r1 = min(r0 + _ROW_CHUNK, n)
+            m = r1 - r0
+            Fn, D = row_buf[0][:m], row_buf[1][:m]
+            np.add(P[r0:r1], P[:, r0:r1].T, out=Fn)
+            Fn *= dtype.type(0.5)
+            np.clip(Fn, 0, 1, out=Fn)
+            fold, y2 = F[r0:r1], Y2[r0:r1]
+            Fold2 += _sq(fold)
+            np.subtract(Fn, fold, out=D)
+            dF2 += _sq(D)
+            fold[...] = Fn
+            np.subtract(C[r0:r1], Fn, out=D)   # residual2 = C - F
+            r2_2 += _sq(D)
+            Y2old2 += _sq(y2)
+            if not unit_g2:
+                D *= tg2
+            y2 += D
 
         ratios = [_ratio(dC2, Cold2, squared), _ratio(dE2, Eold2, squared), _ratio(dF2, Fold2, squared),
                   _ratio(r1_2, Y1old2, squared), _ratio(r2_2, Y2old2, squared)]
@@ -311,7 +335,7 @@ def solve(A, H, lam: float, *, gamma1: float = 1.0, gamma2: float = 1.0, tol: fl
             converged = True
             break
 
-    del E, F, Y1, Y2, Ap
+    del E, F, Y1, Y2, Ap, P, R_buf, T_buf, row_buf
     C = np.take(C, pos, axis=0)
     C = np.take(C, pos, axis=1)
     sizes = [e - s for s, e, _ in blocks]
@@ -329,15 +353,18 @@ def solve(A, H, lam: float, *, gamma1: float = 1.0, gamma2: float = 1.0, tol: fl
     return C, info
 
 
-def _rhs(A, E, Y1, F, Y2, rows, cols, g1, g2):
-    """Right-hand side ``g1 (A - E + Y1/g1) + g2 (F - Y2/g2)`` of Eq. 9 on one block (new array)."""
-    R = A[rows, cols] - E[rows, cols]
-    R *= g1
+def _rhs_into(R, T, A, E, Y1, F, Y2, rows, cols, g1, g2, unit_g1, unit_g2):
+    """Write ``g1 (A - E + Y1/g1) + g2 (F - Y2/g2)`` (Eq. 9) of one block into ``R`` (``T`` is scratch)."""
+    np.subtract(A[rows, cols], E[rows, cols], out=R)
+    if not unit_g1:
+        R *= g1
     R += Y1[rows, cols]
-    T = F[rows, cols] * g2
-    R += T
+    if unit_g2:
+        R += F[rows, cols]
+    else:
+        np.multiply(F[rows, cols], g2, out=T)
+        R += T
     R -= Y2[rows, cols]
-    return R
 
 
 def objective(C, E, H, lam: float) -> float:
