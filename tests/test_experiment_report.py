@@ -100,6 +100,7 @@ T,ARI,Best,D9,0.500,,,
 T,ARI,LWEA,D1,0.600,,,
 T,ARI,Fancy,D1,0.600,,,
 T,time_s,Best,D1,1.5,,,
+T,instances,,D1,150,,,
 """
 
 
@@ -110,6 +111,7 @@ def test_compare_matches_and_lists_missing(tmp_path):
     paper = pd.read_csv(io.StringIO(PAPER), dtype=str, keep_default_na=False)
     result = compare(cfg, cells, paper)
     assert len(result) == len(paper)  # every paper cell appears
+    assert "not a clustering score" in result["reason"].iloc[-1]
     row = result[(result["method"] == "Best") & (result["dataset"] == "D1") & (result["metric"] == "ARI")].iloc[0]
     assert row["status"] == "compared" and row["diff"] == pytest.approx(0.922 - 0.9)
     assert row["within_paper_std"] == "no"
@@ -119,6 +121,25 @@ def test_compare_matches_and_lists_missing(tmp_path):
     assert reasons["Best/D9/ARI"] == "dataset not in config"
     assert reasons["LWEA/D1/ARI"] == "method not in config"
     assert reasons["Fancy/D1/ARI"].startswith("method not in config and no registered method")
-    assert "not a clustering score" in reasons["Best/D1/time_s"]
+    assert reasons["Best/D1/time_s"] == "run time: no timing.csv in the results"
     line = summary_line(result)
-    assert line.startswith("2 cells compared; mean |diff| ") and "5 missing" in line and "[Fancy]" in line
+    assert line.startswith("2 cells compared; mean |diff| ") and "6 missing" in line and "[Fancy]" in line
+
+
+def test_timing_summary_and_time_comparison():
+    import io
+
+    from ensclust.experiment.report import timing_summary
+
+    cfg, cells = constructed()
+    timing = cells[["dataset", "method", "point", "rep"]].copy()
+    timing["time_s"] = [0.1 * (1 + r) for r in timing["rep"]]  # reps 0..4 -> mean 0.3
+    timing["peak_mem_mb"] = 2.0 + timing["rep"]
+    timing["mem_method"] = "tracemalloc-peak"
+    summary = timing_summary(cfg, cells, timing)
+    row = summary[(summary["method"] == "Best") & (summary["dataset"] == "D1")].iloc[0]
+    assert row["time_s"] == pytest.approx(0.3) and row["peak_mem_mb"] == 6.0 and row["n_cells"] == 5
+    paper = pd.read_csv(io.StringIO("table,metric,method,dataset,mean,std,bold,param\nT,time_s,Best,D1,1.5,,,\n"),
+                        dtype=str, keep_default_na=False)
+    result = compare(cfg, cells, paper, timing).iloc[0]
+    assert result["status"] == "compared" and result["diff"] == pytest.approx(0.3 - 1.5)

@@ -31,7 +31,8 @@ from ensclust.experiment.store import ResultStore, atomic_write_text
 
 METRIC_ALIASES = {"acc": "acc", "accuracy": "acc", "nmi": "nmi", "ari": "ari", "f-score": "fscore",
                   "fscore": "fscore", "f1": "fscore", "f1-score": "fscore", "f": "fscore", "f-measure": "fmeasure",
-                  "fmeasure": "fmeasure", "purity": "purity"}
+                  "fmeasure": "fmeasure", "purity": "purity", "time_s": "time_s", "time": "time_s",
+                  "runtime": "time_s", "time (s)": "time_s"}
 PAPER_COLUMNS = ["table", "metric", "method", "dataset", "mean", "std", "bold", "param"]
 
 
@@ -90,11 +91,22 @@ def read_paper_csv(path) -> pd.DataFrame:
     return frame
 
 
-def compare(config: ExperimentConfig, cells: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
-    """One output row per paper cell (see the module docstring)."""
+def compare(config: ExperimentConfig, cells: pd.DataFrame, paper: pd.DataFrame,
+            timing: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One output row per paper cell (see the module docstring).
+
+    Run-time cells (metric ``time_s``) are compared with our mean wall time of the fit over the cells
+    behind the row (:func:`ensclust.experiment.report.timing_summary`) when ``timing`` is given;
+    hardware differs, so treat those differences as orders of magnitude, not as reproduction errors.
+    """
+    from ensclust.experiment.report import timing_summary
     from ensclust.methods import list_methods
 
     tables = {t.metric: t for t in build_tables(config, cells)}
+    times = {}
+    if timing is not None and len(timing) and len(cells):
+        for r in timing_summary(config, cells, timing).itertuples(index=False):
+            times[(r.method, r.dataset)] = (r.time_s, r.time_s_std, r.n_cells, r.policy, r.params)
     ran_datasets = set(cells.loc[cells["status"] == "ok", "dataset"]) if len(cells) else set()
     our_datasets = {d.label.lower(): d.label for d in config.datasets}
     by_paper_name = defaultdict(list)  # lower paper name -> [(row label, MethodSpec)]
@@ -126,7 +138,10 @@ def compare(config: ExperimentConfig, cells: pd.DataFrame, paper: pd.DataFrame) 
         if metric is None:
             missing(f"metric '{p['metric']}' is not a clustering score ensclust computes")
             continue
-        if metric not in config.metrics:
+        if metric == "time_s" and timing is None:
+            missing("run time: no timing.csv in the results")
+            continue
+        if metric != "time_s" and metric not in config.metrics:
             missing(f"metric {metric} not in config")
             continue
         if config.compare_param is not None and str(p["param"]) != config.compare_param:
@@ -152,16 +167,26 @@ def compare(config: ExperimentConfig, cells: pd.DataFrame, paper: pd.DataFrame) 
                 missing("method not in config and no registered method of that name (not implemented or named differently)")
             continue
         label, method = candidates[0]
-        cell = tables[metric].cells.get((label, ds_label))
-        if cell is None or math.isnan(cell.row.mean):
-            missing("no finished repetition (all failed or not run)")
-            continue
-        r = cell.row
+        if metric == "time_s":
+            found = times.get((label, ds_label))
+            if found is None or math.isnan(found[0]):
+                missing("no finished repetition (all failed or not run)")
+                continue
+            from types import SimpleNamespace
+
+            r = SimpleNamespace(mean=found[0], std=found[1], n=found[2], policy=found[3], params=found[4])
+            base["note"] = (base["note"] + "; " if base["note"] else "") + "run time: hardware differs"
+        else:
+            cell = tables[metric].cells.get((label, ds_label))
+            if cell is None or math.isnan(cell.row.mean):
+                missing("no finished repetition (all failed or not run)")
+                continue
+            r = cell.row
         paper_mean, paper_std = base["paper_mean"], base["paper_std"]
         if math.isnan(paper_mean):
             missing(f"paper value '{p['mean']}' is not a number")
             continue
-        if paper_mean > 1.5:
+        if paper_mean > 1.5 and metric != "time_s":
             paper_mean /= 100.0
             paper_std = paper_std / 100.0 if not math.isnan(paper_std) else paper_std
             base["note"] = (base["note"] + "; " if base["note"] else "") + "paper value in % (divided by 100)"
@@ -224,7 +249,7 @@ def run_compare(results_dir, paper: str | None = None) -> tuple[pd.DataFrame, st
     if not paper:
         raise UserError(f"{results_dir}: the config has no compare_to; pass --paper CSV")
     paper_path = resolve_paper_csv(paper)
-    result = compare(config, store.load_cells(), read_paper_csv(paper_path))
+    result = compare(config, store.load_cells(), read_paper_csv(paper_path), store.load_timing())
     root = Path(results_dir)
     csv_path, md_path = root / "comparison.csv", root / "comparison.md"
     atomic_write_text(csv_path, result.to_csv(index=False, lineterminator="\n"))

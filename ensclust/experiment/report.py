@@ -223,6 +223,64 @@ def latex_document(tables: list[Table], decimals: int) -> str:
             "\\usepackage[T1]{fontenc}\n\\begin{document}\n" + body + "\\end{document}\n")
 
 
+def timing_summary(config: ExperimentConfig, cells_frame: pd.DataFrame, timing: pd.DataFrame) -> pd.DataFrame:
+    """Wall time and peak memory behind every table row (the cells the row's numbers come from).
+
+    The rows are those of the tune metric (``tune_metric``, or the first metric with ``per-metric``), so
+    a tuned method reports the time of its chosen grid point(s), not of the whole grid search.
+    """
+    metric = config.metrics[0] if config.tune_metric == "per-metric" else config.tune_metric
+    rows = [r for r in summarize(config, cells_frame) if r.metric == metric]
+    method_of = {m.label: m for m in config.methods}
+    index = {}
+    for t in timing.itertuples(index=False):
+        index[(t.dataset, t.method, int(t.point), int(t.rep))] = t
+    ok = {(d, m, int(p), int(r)) for d, m, p, r, s in zip(cells_frame["dataset"], cells_frame["method"],
+                                                          cells_frame["point"], cells_frame["rep"],
+                                                          cells_frame["status"], strict=True) if s == "ok"}
+    out = []
+    for r in rows:
+        times, mems = [], []
+        for point, rep in r.used:
+            key = (r.dataset, r.method_spec, point, rep)
+            t = index.get(key)
+            if t is None or key not in ok:
+                continue
+            if t.time_s is not None and not pd.isna(t.time_s):
+                times.append(float(t.time_s))
+            if t.peak_mem_mb is not None and not pd.isna(t.peak_mem_mb):
+                mems.append(float(t.peak_mem_mb))
+        arr = pd.Series(times, dtype=float)
+        out.append({"method": r.method, "dataset": r.dataset, "time_s": arr.mean() if len(arr) else math.nan,
+                    "time_s_std": arr.std(ddof=config.std_ddof) if len(arr) > config.std_ddof else math.nan,
+                    "peak_mem_mb": max(mems) if mems else math.nan, "n_cells": len(times),
+                    "policy": r.policy, "params": r.params,
+                    "base_statistic": method_of.get(r.method_spec) is not None and method_of[r.method_spec].is_pseudo})
+    return pd.DataFrame(out, columns=["method", "dataset", "time_s", "time_s_std", "peak_mem_mb", "n_cells",
+                                      "policy", "params", "base_statistic"])
+
+
+def timing_markdown(config: ExperimentConfig, summary: pd.DataFrame) -> str:
+    datasets = [d.label for d in config.datasets]
+    lines = [f"# {config.name}: wall time of the fit (s, mean over repetitions) and peak memory (MB)", "",
+             "Time is the wall-clock time of fit_predict; memory is the tracemalloc peak of Python and NumPy "
+             "allocations during the fit (largest over the repetitions). Measured on a shared machine: "
+             "compare rows of the same run only.", "",
+             "| Method | " + " | ".join(_md_escape(d) for d in datasets) + " |", "|---|" + "---|" * len(datasets)]
+    for method in dict.fromkeys(summary["method"]):
+        cols = []
+        for ds in datasets:
+            sub = summary[(summary["method"] == method) & (summary["dataset"] == ds)]
+            if not len(sub) or pd.isna(sub["time_s"].iloc[0]):
+                cols.append("--")
+                continue
+            row = sub.iloc[0]
+            mem = "" if pd.isna(row["peak_mem_mb"]) else f" ({row['peak_mem_mb']:.1f} MB)"
+            cols.append(f"{row['time_s']:.4g}{mem}")
+        lines.append(f"| {_md_escape(method)} | " + " | ".join(cols) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def write_reports(results_dir, *, config: ExperimentConfig | None = None, formats=None, quiet: bool = False,
                   echo=None) -> list[Path]:
     """Rebuild the tables of ``results_dir`` from cells.csv + experiment.json; returns the written files."""
@@ -246,6 +304,13 @@ def write_reports(results_dir, *, config: ExperimentConfig | None = None, format
         path = root / "tables.tex"
         atomic_write_text(path, latex_document(tables, config.decimals))
         written.append(path)
+    timing = store.load_timing()
+    if timing is not None and len(timing):
+        # separate files: times differ from run to run, the tables above are deterministic
+        summary = timing_summary(config, cells, timing)
+        atomic_write_text(root / "timing_table.csv", summary.to_csv(index=False, lineterminator="\n"))
+        atomic_write_text(root / "timing.md", timing_markdown(config, summary))
+        written += [root / "timing_table.csv", root / "timing.md"]
     if not quiet:
         import click
 

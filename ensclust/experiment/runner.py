@@ -108,7 +108,9 @@ def prepare_dataset(config: ExperimentConfig, ds_label: str, data_dir=None, cach
         raise UserError(f"dataset '{ds_label}': the pool file has no ground truth and no dataset is named")
     if y.shape[0] != members.shape[0]:
         raise UserError(f"dataset '{ds_label}': {y.shape[0]} labels but the pool has {members.shape[0]} rows")
-    n_clusters = spec.n_clusters or (dataset.n_clusters if dataset is not None else int(np.unique(y).size))
+    # c follows the ground truth actually used (the pool file's gt when it has one)
+    n_clusters = spec.n_clusters or (int(np.unique(y).size) if pool.y is not None or dataset is None
+                                     else dataset.n_clusters)
     ens = config.ensemble
     draws = draw_ensembles(members.shape[1], mode=ens["mode"], size=ens["size"], repetitions=ens["repetitions"],
                            seed=ens["seed"])

@@ -40,6 +40,7 @@ class Row:
     params: str = ""
     pseudo: bool = False
     method_spec: str = ""  # config label of the method (differs from `method` for policy 'each')
+    used: list = field(default_factory=list)  # (point, rep) of the cells behind the row (for timing)
 
 
 def _fmt_value(v) -> str:
@@ -92,6 +93,7 @@ def _method_rows(config: ExperimentConfig, method: MethodSpec, dataset: str, sub
             row = Row(dataset, method.label, metric, policy=f"{method.name} over {method.scope}", pseudo=True,
                       method_spec=method.label)
             ok = sub[sub["status"] == "ok"]
+            row.used = [(0, int(r)) for r in ok["rep"]]
             if method.scope == "pool":
                 if len(ok):
                     row.mean = float(ok[metric].iloc[0])
@@ -108,11 +110,11 @@ def _method_rows(config: ExperimentConfig, method: MethodSpec, dataset: str, sub
 
     per_metric = {metric: _point_values(sub, metric) for metric in config.metrics}
 
-    def make_row(metric, values, policy, params, label=None):
+    def make_row(metric, values, policy, params, label=None, used=None):
         mean, std = _stats(list(values.values()), ddof)
         return Row(dataset, label or method.label, metric, values=dict(values), mean=mean, std=std,
                    n=len(values), n_failed=reps - len(values), policy=policy, params=params,
-                   method_spec=method.label)
+                   method_spec=method.label, used=list(used or []))
 
     rows = []
     if method.tuning in ("fixed", "each"):
@@ -122,7 +124,8 @@ def _method_rows(config: ExperimentConfig, method: MethodSpec, dataset: str, sub
                 label = f"{method.label} [{format_params(point, grid_keys)}]"
             for metric in config.metrics:
                 vals = per_metric[metric].get(point_index, {})
-                rows.append(make_row(metric, vals, method.tuning, format_params(point), label))
+                rows.append(make_row(metric, vals, method.tuning, format_params(point), label,
+                                     [(point_index, r) for r in sorted(vals)]))
         return rows
 
     for metric in config.metrics:
@@ -143,8 +146,10 @@ def _method_rows(config: ExperimentConfig, method: MethodSpec, dataset: str, sub
                 m = float(np.mean(list(tune_vals[p].values())))
                 if m > best_mean:
                     best_point, best_mean = p, m
-            rows.append(make_row(metric, target.get(best_point, {}), policy,
-                                 format_params(method.points[best_point], grid_keys) or "(no grid)"))
+            chosen_vals = target.get(best_point, {})
+            rows.append(make_row(metric, chosen_vals, policy,
+                                 format_params(method.points[best_point], grid_keys) or "(no grid)",
+                                 used=[(best_point, r) for r in sorted(chosen_vals)]))
         else:  # oracle-per-repetition
             chosen = {}
             values = {}
@@ -160,7 +165,8 @@ def _method_rows(config: ExperimentConfig, method: MethodSpec, dataset: str, sub
             counts = Counter(chosen.values())
             desc = "; ".join(f"{format_params(method.points[p], grid_keys)} (x{c})"
                              for p, c in sorted(counts.items(), key=lambda pc: (-pc[1], pc[0])))
-            rows.append(make_row(metric, values, policy, "per repetition: " + desc if desc else "no finished cell"))
+            rows.append(make_row(metric, values, policy, "per repetition: " + desc if desc else "no finished cell",
+                                 used=sorted((p, r) for r, p in chosen.items())))
     return rows
 
 
