@@ -1,0 +1,143 @@
+"""EC-CMS Table IX (run times): our per-run wall times beside the paper's, from finished experiment cells.
+
+The paper's Table IX lists MATLAB run times (R2020a, 2.3 GHz CPU, 16 GB) of one EC-CMS run per data set. Ours:
+the CPU time of one single-threaded fit on the paper's first ensemble (``cpu``; robust to other jobs on a shared
+machine) and the ``time_s`` of the runner's cells (wall clock of ``fit_predict``: LWCA, high-confidence matrix,
+ADMM, average link) of the fixed-setting rows (alpha = 0.8, lambda = 0.4), averaged over the computed runs.
+
+Usage::
+
+    OMP_NUM_THREADS=1 python -m ensclust.methods._eccms_paper cpu ecoli umist aggregation \
+        --out results/eccms_table9_time/cpu_times.csv
+    python -m ensclust.methods._eccms_paper table9 --out results/eccms_table9_time \\
+        results/eccms_table4_proposed results/eccms_table4_proposed_large results/eccms_table4_proposed_xl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pandas as pd
+
+FIXED_LABEL = "Proposed (alpha=0.8, lambda=0.4)"
+#: pool file stem -> data set name in the paper tables
+PAPER_NAMES = {"ecoli": "Ecoli", "umist": "UMIST", "aggregation": "Aggregation", "spf": "SPF", "caltech20": "Caltech20",
+               "fct": "FCT", "texture": "Texture", "ls": "LS", "isolet": "ISOLET", "usps": "USPS"}
+
+
+def collect_times(result_dirs, label: str = FIXED_LABEL) -> pd.DataFrame:
+    """Per-dataset mean / min wall time, iterations and run count of the cells with method ``label``."""
+    rows = []
+    for root in map(Path, result_dirs):
+        for path in sorted((root / "cells").glob("*.json")):
+            cell = json.loads(path.read_text())
+            if cell.get("method") != label or cell.get("status") != "ok":
+                continue
+            rows.append({"dataset": cell["dataset"], "n": cell.get("n"), "time_s": cell["time_s"],
+                         "n_iter": cell.get("n_iter"), "source": root.name})
+    frame = pd.DataFrame(rows)
+    if frame.empty:
+        return frame
+    return frame.groupby("dataset").agg(n=("n", "first"), runs=("time_s", "size"), ours_mean_s=("time_s", "mean"),
+                                        ours_min_s=("time_s", "min"), mean_iter=("n_iter", "mean"),
+                                        source=("source", "first")).reset_index()
+
+
+def measure_cpu(datasets, data_dir, out_csv, *, alpha=0.8, lam=0.4, ensemble_size=20) -> pd.DataFrame:
+    """CPU seconds (``time.process_time``) of one fit on the paper's run-1 ensemble of each authors' pool.
+
+    Run with ``OMP_NUM_THREADS=1``: CPU time of a single-threaded process is not inflated by other jobs on a
+    shared machine the way wall time is. Run 1 = columns ``argsort(RandomState(1).rand(100))[:20]`` (spec 4).
+    Appends one row per dataset to ``out_csv`` (so datasets can be measured in several sessions).
+    """
+    import time
+
+    import numpy as np
+    from scipy.io import loadmat
+
+    from ensclust.methods import get_method
+    from ensclust.metrics import ari
+
+    rows = []
+    for name in datasets:
+        pool = loadmat(str(Path(data_dir) / "pools" / f"eccms_{name.lower()}.mat"))
+        cols = np.argsort(np.random.RandomState(1).rand(pool["members"].shape[1]), kind="stable")[:ensemble_size]
+        members = pool["members"][:, cols].astype(np.int64)
+        y = pool["gt"].ravel()
+        model = get_method("eccms", alpha=alpha, **{"lambda": lam})
+        start_cpu, start_wall = time.process_time(), time.perf_counter()
+        labels = model.fit_predict(members, int(np.unique(y).size))
+        cpu, wall = time.process_time() - start_cpu, time.perf_counter() - start_wall
+        d = model.diagnostics_
+        rows.append({"dataset": PAPER_NAMES.get(name.lower(), name), "n": members.shape[0], "cpu_s": cpu, "wall_s": wall, "n_iter": d["n_iter"],
+                     "dtype": d["dtype"], "gemm_cost_ratio": d["gemm_cost_ratio"], "ari_run1": ari(y, labels)})
+        print(rows[-1], flush=True)
+        frame = pd.DataFrame([rows[-1]])
+        out = Path(out_csv)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        frame.to_csv(out, mode="a", header=not out.exists(), index=False, float_format="%.5g")
+    return pd.DataFrame(rows)
+
+
+def table9(result_dirs, paper_csv, out_dir) -> pd.DataFrame:
+    """Write table9_time.csv / .md (ours beside the paper's) into ``out_dir`` and return the frame."""
+    paper = pd.read_csv(paper_csv)
+    paper = paper[paper["method"] == "Proposed"][["dataset", "mean"]].rename(columns={"mean": "paper_s"})
+    ours = collect_times(result_dirs)
+    table = paper.merge(ours, on="dataset", how="left")
+    cpu_file = Path(out_dir) / "cpu_times.csv"
+    if cpu_file.exists():
+        cpu = pd.read_csv(cpu_file).drop_duplicates("dataset", keep="last")[["dataset", "cpu_s", "n_iter"]]
+        table = table.merge(cpu.rename(columns={"n_iter": "cpu_run_iter"}), on="dataset", how="left")
+    else:
+        table["cpu_s"] = float("nan")
+    table["speedup_cpu"] = table["paper_s"].astype(float) / table["cpu_s"]
+    table["paper_s"] = table["paper_s"].astype(float)
+    table["speedup_mean"] = table["paper_s"] / table["ours_mean_s"]
+    table["speedup_best"] = table["paper_s"] / table["ours_min_s"]
+    table["goal_20x_s"] = table["paper_s"] / 20
+    table["goal_met_cpu"] = table["cpu_s"] <= table["goal_20x_s"]
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    table.to_csv(out / "table9_time.csv", index=False, float_format="%.4g")
+    def fmt(v, spec=".4g", suffix=""):
+        return "" if pd.isna(v) else f"{v:{spec}}{suffix}"
+
+    lines = ["| dataset | paper (s) | ours CPU, 1 thread, run 1 (s) | speed-up (CPU) | 20x goal (s) | met |"
+             " ours wall mean (s) | wall best (s) | runs | mean iter |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for _, r in table.iterrows():
+        met = "" if pd.isna(r["cpu_s"]) else ("yes" if r["goal_met_cpu"] else "no")
+        lines.append(f"| {r['dataset']} | {r['paper_s']:.4g} | {fmt(r['cpu_s'])} | {fmt(r['speedup_cpu'], '.3g', 'x')} | "
+                     f"{r['goal_20x_s']:.3g} | {met} | {fmt(r['ours_mean_s'])} | {fmt(r['ours_min_s'])} | "
+                     f"{fmt(r['runs'], '.0f')} | {fmt(r['mean_iter'], '.1f')} |")
+    (out / "table9_time.md").write_text("\n".join(lines) + "\n")
+    return table
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m ensclust.methods._eccms_paper")
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    t9 = sub.add_parser("table9", help="Table IX: our wall times beside the paper's")
+    t9.add_argument("results", nargs="+")
+    t9.add_argument("--out", required=True)
+    t9.add_argument("--paper", default=str(Path(__file__).resolve().parents[2].parent / "shared" / "paper_tables"
+                                           / "eccms" / "table9_time.csv"))
+    cpu = sub.add_parser("cpu", help="CPU time of one fit (paper run 1) per authors' pool; appends to CSV")
+    cpu.add_argument("datasets", nargs="+", help="pool names: ecoli umist aggregation spf caltech20 fct texture ls")
+    cpu.add_argument("--out", required=True, help="CSV to append to (e.g. results/eccms_table9_time/cpu_times.csv)")
+    cpu.add_argument("--data-dir", default=None)
+    args = parser.parse_args(argv)
+    if args.cmd == "cpu":
+        from ensclust.data.registry import resolve_data_dir
+
+        measure_cpu(args.datasets, resolve_data_dir(args.data_dir), args.out)
+        return
+    table = table9(args.results, args.paper, args.out)
+    print(table.to_string(index=False))
+
+
+if __name__ == "__main__":
+    main()
