@@ -281,13 +281,25 @@ class _SPCEBase(ConsensusMethod):
 
 
 def upper_matrix(table: PairTable, S_free: np.ndarray) -> sparse.csr_matrix:
-    """CSR of the nonzero S_pq, p < q: the free pairs with S != 0 and the Omega-ones (value 1)."""
+    """CSR of the nonzero S_pq, p < q: the free pairs with S != 0 plus the Omega-ones (value 1).
+
+    The free pairs are stored in CSR order, so their matrix is assembled without sorting; the constant
+    Omega-one part is built once and added (a linear merge of two canonical CSR matrices).
+    """
+    n = table.n
     keep = np.flatnonzero(S_free)
-    rows = np.concatenate([table.free_rows[keep], table.one_rows])
-    cols = np.concatenate([table.free_cols[keep], table.one_cols])
-    data = np.concatenate([S_free[keep], np.ones(table.n_ones)])
-    del keep
-    return sparse.coo_matrix((data, (rows, cols)), shape=(table.n, table.n)).tocsr()
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(table.free_rows[keep], minlength=n), out=indptr[1:])
+    free_part = sparse.csr_matrix((S_free[keep], table.free_cols[keep], indptr), shape=(n, n))
+    free_part.has_sorted_indices = True
+    if table.n_ones == 0:
+        return free_part
+    ones = getattr(table, "_ones_csr", None)
+    if ones is None:
+        ones = sparse.coo_matrix((np.ones(table.n_ones), (table.one_rows, table.one_cols)), shape=(n, n)).tocsr()
+        ones.sort_indices()
+        table._ones_csr = ones
+    return (free_part + ones).tocsr()
 
 
 def member_weight_sums(table: PairTable, W2: np.ndarray) -> np.ndarray:
