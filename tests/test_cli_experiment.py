@@ -158,3 +158,17 @@ def test_bench(workdir, capsys):
 def test_help_has_examples(capsys, command):
     code, out, _ = invoke(capsys, command, "--help")
     assert code == 0 and "Examples:" in out and f"ensclust {command}" in out
+
+
+def test_run_subset_and_dry_run(workdir, capsys):
+    code, out, _ = invoke(capsys, "run", "cfg.yaml", "--dry-run")
+    assert code == 0 and "7 cells planned" in out and "7 to run" in out
+    assert not (workdir / "results" / "clidemo").exists()  # a dry run writes nothing
+    code, _, err = invoke(capsys, "run", "cfg.yaml", "-q", "--method", "EAC")
+    assert code == 0 and "3 cells, 0 failed" in err
+    code, _, err = invoke(capsys, "run", "cfg.yaml", "-q", "--method", "KM-avg")
+    assert code == 0 and "4 cells, 0 failed" in err  # earlier EAC cells are kept in cells.csv
+    code, out, _ = invoke(capsys, "run", "cfg.yaml", "--dry-run")
+    assert "3 to run" in out
+    assert_user_error(invoke(capsys, "run", "cfg.yaml", "--method", "EAC-AL"), "unknown method label 'EAC-AL'")
+    assert_user_error(invoke(capsys, "run", "cfg.yaml", "--dataset", "blobs"), "unknown dataset label 'blobs'")

@@ -60,7 +60,13 @@ def check_execution(jobs, executor, scheduler):
 @click.command("run")
 @click.argument("config", type=click.Path(dir_okay=False))
 @execution_options
-def run_command(config, jobs, executor, scheduler, force, retry_failed, quiet, results_root, data_dir):
+@click.option("--dataset", "only_datasets", multiple=True, metavar="LABEL",
+              help="compute only this dataset (label as in the config; repeatable)")
+@click.option("--method", "only_methods", multiple=True, metavar="LABEL",
+              help="compute only this method row (label as in the config; repeatable)")
+@click.option("--dry-run", is_flag=True, help="only print how many cells would run")
+def run_command(config, jobs, executor, scheduler, force, retry_failed, quiet, results_root, data_dir,
+                only_datasets, only_methods, dry_run):
     """Run an experiment described in a YAML CONFIG and write its tables.
 
     Finished cells are stored under RESULTS/<name>/cells/; a rerun resumes and skips them (use --force to
@@ -71,15 +77,35 @@ def run_command(config, jobs, executor, scheduler, force, retry_failed, quiet, r
       ensclust run configs/demo.yaml
       ensclust run configs/paper/eccms_table4_ari.yaml --jobs 2 --quiet
       ensclust run configs/demo.yaml --executor dask --scheduler tcp://10.0.0.5:8786
+      ensclust run configs/paper/eccms_table4_ari.yaml --dataset Ecoli --method LWEA --dry-run
     """
     from ensclust.experiment.config import load_config
     from ensclust.experiment.runner import run_experiment
 
     check_execution(jobs, executor, scheduler)
     cfg = load_config(config)
+    cell_filter = None
+    if only_datasets or only_methods:
+        from ensclust.errors import unknown_name_error
+
+        ds_labels = [d.label for d in cfg.datasets]
+        m_labels = [m.label for m in cfg.methods]
+        for label in only_datasets:
+            if label not in ds_labels:
+                raise unknown_name_error("dataset label", label, ds_labels, "--dataset")
+        for label in only_methods:
+            if label not in m_labels:
+                raise unknown_name_error("method label", label, m_labels, "--method")
+
+        def cell_filter(cell):
+            return ((not only_datasets or cell["dataset"] in only_datasets)
+                    and (not only_methods or cell["method"] in only_methods))
+
     root = run_experiment(cfg, results_root=results_root, jobs=jobs, executor=executor, scheduler=scheduler,
-                          force=force, retry_failed=retry_failed, quiet=quiet, data_dir=data_dir)
-    _print_summary(root, quiet)
+                          force=force, retry_failed=retry_failed, quiet=quiet, data_dir=data_dir,
+                          cell_filter=cell_filter, dry_run=click.echo if dry_run else False)
+    if not dry_run:
+        _print_summary(root, quiet)
 
 
 def _print_summary(root: Path, quiet: bool) -> None:

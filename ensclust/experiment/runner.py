@@ -224,33 +224,36 @@ def _run_task(task):
 def run_experiment(config: ExperimentConfig, *, results_root="results", jobs: int = 1, executor: str = "local",
                    scheduler: str | None = None, force: bool = False, retry_failed: bool = False,
                    quiet: bool = False, data_dir=None, cache_dir=None, write_reports: bool = True,
-                   cell_filter=None) -> Path:
+                   cell_filter=None, dry_run=False) -> Path:
     """Run every unfinished cell of ``config``; returns the results folder.
 
     ``force`` recomputes finished cells, ``retry_failed`` recomputes only the failed ones. On Ctrl-C the
     finished cells stay stored (cells.csv is rewritten from them) and the interrupt propagates.
-    ``cell_filter(cell) -> bool`` restricts the run to some cells (used by tests and the sweep command).
+    ``cell_filter(cell) -> bool`` restricts which cells are computed (finished cells outside the filter
+    still appear in cells.csv and the tables). ``dry_run`` only prints what would run (a callable is
+    used instead of ``print``).
     """
     from tqdm import tqdm
 
     root = Path(results_root) / config.name
     store = ResultStore(root)
-    store.save_config(config)
     cache_dir = cache_dir or str(Path(results_root) / "cache" / "pools")
     planned = plan_cells(config)
-    if cell_filter is not None:
-        planned = [c for c in planned if cell_filter(c)]
 
     done: dict[int, dict] = {}
     pending = []
     for i, cell in enumerate(planned):
-        record = None if force else store.read_cell(cell)
-        if record is not None and retry_failed and record.get("status") != "ok":
+        selected = cell_filter is None or cell_filter(cell)
+        record = None if (force and selected) else store.read_cell(cell)
+        if record is not None and selected and retry_failed and record.get("status") != "ok":
             record = None
-        if record is None:
+        if record is not None:
+            done[i] = record  # cells outside the filter still count for the tables
+        elif selected:
             pending.append((i, cell))
-        else:
-            done[i] = record
+    if dry_run:
+        return _dry_run_report(config, planned, pending, echo=dry_run if callable(dry_run) else print)
+    store.save_config(config)
 
     contexts: dict[str, DatasetContext] = {}
     failed_datasets: dict[str, str] = {}
@@ -352,3 +355,17 @@ def _run_dask(task_iter, finish, scheduler, jobs):
     finally:
         if own:
             client.close()
+
+
+def _dry_run_report(config: ExperimentConfig, planned: list, pending: list, echo=print) -> Path:
+    """Print the number of planned / finished / pending cells per dataset and method."""
+    from collections import Counter
+
+    total = Counter((c["dataset"], c["method"]) for c in planned)
+    todo = Counter((c["dataset"], c["method"]) for _, c in pending)
+    echo(f"{config.name}: {len(planned)} cells planned, {len(planned) - len(pending)} finished or not selected, "
+         f"{len(pending)} to run")
+    for (ds, method), n in total.items():
+        points = len(config.method(method).points)
+        echo(f"  {ds:<24} {method:<32} {n:>5} cells ({points} parameter point(s)), {todo.get((ds, method), 0)} to run")
+    return Path(config.name)
