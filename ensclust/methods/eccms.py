@@ -143,7 +143,9 @@ class ECCMS(ConsensusMethod):
             A = res.similarity
         else:
             plain = coassociation(members, dtype=np.float64, dense=False)
-            A = coassociation(members, dtype=np.float64) if p["ca"] == "eac" else lwca_matrix(members, p["theta"])
+            # built directly in the solver's dtype: no float64 n x n copy stays alive during the ADMM
+            A = (coassociation(members, dtype=dtype) if p["ca"] == "eac"
+                 else lwca_matrix(members, p["theta"], dtype=dtype))
         H = high_confidence_matrix(plain, p["alpha"])
         del plain
         C, info = solve(A, H, p["lambda"], gamma1=p["gamma1"], gamma2=p["gamma2"], tol=p["tol"],
