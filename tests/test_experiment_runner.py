@@ -265,3 +265,21 @@ def test_cell_json_is_complete(tmp_path, cache):
                 "n_clusters_found", "error", "seed", "fingerprint"):
         assert key in record
     assert record["mem_method"] == "tracemalloc-peak" and np.isfinite(record["time_s"])
+
+
+def test_missing_data_skips_dataset_but_runs_the_others(tmp_path, cache, capsys):
+    from ensclust.errors import UserError
+
+    text = CONFIG.format(name="m", method="eac-al").replace(
+        "  - name: iris\n    label: Iris\n", "  - {label: Gone, pool: {source: file, file: pools/absent.mat}}\n")
+    cfg = load_config_text(text, "m.yaml")
+    root = run_experiment(cfg, results_root=tmp_path, cache_dir=cache, quiet=True, data_dir=str(tmp_path))
+    assert "dataset 'Gone' skipped (7 cells)" in capsys.readouterr().err
+    frame = pd.read_csv(root / "cells.csv")
+    assert set(frame["dataset"]) == {"Blobs"}
+    assert "| Gone |" in (root / "tables.md").read_text() and " -- |" in (root / "tables.md").read_text()
+    only_missing = load_config_text(text.replace(
+        "  - name: blobs\n    label: Blobs\n    params: {n_samples: 60, centers: 3, random_state: 0}\n", ""), "m.yaml")
+    only_missing.name = "m2"
+    with pytest.raises(UserError, match="no dataset could be prepared"):
+        run_experiment(only_missing, results_root=tmp_path, cache_dir=cache, quiet=True, data_dir=str(tmp_path))

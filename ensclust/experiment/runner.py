@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 import threading
 import time
 import tracemalloc
@@ -273,7 +274,8 @@ def run_experiment(config: ExperimentConfig, *, results_root="results", jobs: in
                     failed_datasets[label] = str(exc)
                     skipped = sum(1 for _, c in pending if c["dataset"] == label)
                     bar.update(skipped)
-                    tqdm.write(f"ensclust: warning: dataset '{label}' skipped ({skipped} cells): {exc}")
+                    tqdm.write(f"ensclust: warning: dataset '{label}' skipped ({skipped} cells): {exc}",
+                               file=sys.stderr)
                     continue
             yield i, contexts[label], cell
 
