@@ -277,6 +277,23 @@ def test_lobpcg_path_matches_dense():
                        atol=1e-6)
 
 
+def test_lobpcg_dense_operator_path():
+    from threadpoolctl import threadpool_limits
+
+    from ensclust.methods._spce_spectrum import _component_eigenpairs
+    rng = np.random.default_rng(9)
+    n = 300
+    y = np.repeat(np.arange(3), n // 3)
+    A = rng.uniform(0, 1, (n, n)) * np.where(y[:, None] == y[None], 1.0, 0.02)   # full block: dense operator
+    A = np.triu(A, 1)
+    from scipy import sparse
+    S_sym = sparse.csr_matrix(A + A.T)
+    with threadpool_limits(limits=1):
+        vals, vecs = _component_eigenpairs(S_sym, None, 3, None, 0, 10, 1e-10, 2000)
+        ref, _ = _component_eigenpairs(S_sym, None, 3, None, 0, 10_000, 1e-10, 2000)
+    assert np.allclose(vals, ref, rtol=1e-7)
+
+
 def test_tiny_regression_case():  # spec 8.11
     out = get_method("spce", theta=0.3).fit(TINY, 2)
     d = out.diagnostics_
