@@ -139,3 +139,14 @@ def test_rcec_properties_and_determinism():
     a = get_method("rcec").fit_predict(members, 3, random_state=7)
     b = get_method("rcec").fit_predict(members, 3, random_state=7)
     assert np.array_equal(a, b)
+
+
+def test_inverse_sqrt_gram_low_rank_route_equals_eigh():
+    from ensclust.methods.rcec import inverse_sqrt_gram
+
+    X = np.random.default_rng(0).uniform(0, 1, (7, 15))  # n < K: SVD route
+    w, Q = np.linalg.eigh(X.T @ X + 0.01 * np.eye(15))
+    np.testing.assert_allclose(inverse_sqrt_gram(X, 0.01), (Q / np.sqrt(w)) @ Q.T, atol=1e-9)
+    Y = np.random.default_rng(1).uniform(0, 1, (20, 6))  # n >= K: eigh route
+    w, Q = np.linalg.eigh(Y.T @ Y + 0.01 * np.eye(6))
+    np.testing.assert_allclose(inverse_sqrt_gram(Y, 0.01), (Q / np.sqrt(w)) @ Q.T, atol=1e-9)

@@ -30,10 +30,15 @@ from ensclust.methods.base import ConsensusMethod, Param
 _TINY = 1e-300
 
 
-def rcec_objective(L: np.ndarray, X: np.ndarray, lam: float, gamma: float, beta: float) -> float:
-    """J(X) of paper Eq. 2 (the constant sqrt(gamma) per zero singular value included)."""
-    eig = np.clip(np.linalg.eigvalsh(X.T @ X), 0.0, None)
-    return float(((L - X) ** 2).sum() + lam * np.sqrt(eig + gamma).sum() + beta * np.linalg.norm(X, axis=0).sum())
+def rcec_objective(L: np.ndarray, X: np.ndarray, lam: float, gamma: float, beta: float, s=None) -> float:
+    """J(X) of paper Eq. 2 (the constant sqrt(gamma) per zero singular value included).
+
+    ``s``: the singular values of X when already known.
+    """
+    if s is None:
+        s = np.linalg.svd(X, compute_uv=False)  # min(n, K) singular values; the other K - len(s) are zero
+    nuclear = np.sqrt(s**2 + gamma).sum() + (X.shape[1] - s.size) * np.sqrt(gamma)
+    return float(((L - X) ** 2).sum() + lam * nuclear + beta * np.linalg.norm(X, axis=0).sum())
 
 
 def rcec_gradient(L, X, lam, gamma, beta, varsigma=0.0):
@@ -44,13 +49,36 @@ def rcec_gradient(L, X, lam, gamma, beta, varsigma=0.0):
     return 2 * X - 2 * L + lam * X @ H + beta * X * D[None, :]
 
 
-def rcec_update(L, X, lam, gamma, beta, *, varsigma=1e-10, squared=False):
-    """One multiplicative step of paper Eq. 5 (spec 3.3); returns the new X."""
-    K = X.shape[1]
+def gram_spectrum(X: np.ndarray, gamma: float) -> tuple[np.ndarray, np.ndarray]:
+    """H = (X^T X + gamma I)^{-1/2} (K x K) and the singular values of X, from one decomposition.
+
+    When n < K the Gram matrix has rank <= n, so the thin SVD X = U S V^T gives
+    H = V diag((s^2 + gamma)^{-1/2} - gamma^{-1/2}) V^T + gamma^{-1/2} I  in O(n^2 K + K^2 n) instead of a K x K
+    eigendecomposition (ORL: n = 400, K = 1200).
+    """
+    n, K = X.shape
+    if n < K:
+        _, s, Vt = np.linalg.svd(X, full_matrices=False)
+        scale = 1.0 / np.sqrt(s**2 + gamma) - 1.0 / np.sqrt(gamma)
+        H = (Vt.T * scale) @ Vt
+        H[np.diag_indices(K)] += 1.0 / np.sqrt(gamma)
+        return H, s
     w, Q = np.linalg.eigh(X.T @ X + gamma * np.eye(K))
-    H = (Q / np.sqrt(np.clip(w, gamma, None))) @ Q.T
+    w = np.clip(w, gamma, None)
+    return (Q / np.sqrt(w)) @ Q.T, np.sqrt(w - gamma)
+
+
+def inverse_sqrt_gram(X: np.ndarray, gamma: float) -> np.ndarray:
+    """H = (X^T X + gamma I)^{-1/2} (see :func:`gram_spectrum`)."""
+    return gram_spectrum(X, gamma)[0]
+
+
+def rcec_update(L, X, lam, gamma, beta, *, varsigma=1e-10, squared=False, H=None):
+    """One multiplicative step of paper Eq. 5 (spec 3.3); returns the new X (``H`` of X when already known)."""
+    if H is None:
+        H = inverse_sqrt_gram(X, gamma)
     H_pos = np.maximum(H, 0.0)
-    H_neg = np.maximum(-H, 0.0)
+    H_neg = H_pos - H
     norms = np.linalg.norm(X, axis=0)
     D = 1.0 / (norms**2 + varsigma) if squared else 1.0 / (norms + varsigma)
     numer = 2.0 * L + lam * (X @ H_neg)
@@ -96,11 +124,14 @@ class RCEC(ConsensusMethod):
         lam, gamma, beta = p["lambda"], p["gamma"], p["beta"]
         # Strictly positive start: a multiplicative update never revives an exact zero.
         X = rng.uniform(1e-3, 1.0, size=L.shape)
-        history = [rcec_objective(L, X, lam, gamma, beta)]
+        H, s = gram_spectrum(X, gamma)
+        history = [rcec_objective(L, X, lam, gamma, beta, s=s)]
         converged = False
         for _ in range(p["max_iter"]):
-            X = rcec_update(L, X, lam, gamma, beta, varsigma=p["varsigma"], squared=p["l21_weight"] == "squared")
-            history.append(rcec_objective(L, X, lam, gamma, beta))
+            X = rcec_update(L, X, lam, gamma, beta, varsigma=p["varsigma"], squared=p["l21_weight"] == "squared", H=H)
+            # one decomposition per iteration serves both J(X_t) and the next step's H
+            H, s = gram_spectrum(X, gamma)
+            history.append(rcec_objective(L, X, lam, gamma, beta, s=s))
             if abs(history[-2] - history[-1]) <= p["tol"] * max(abs(history[-2]), _TINY):
                 converged = True
                 break
