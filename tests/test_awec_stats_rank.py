@@ -64,3 +64,27 @@ def test_cli_writes_table_and_png(tmp_path):
     out = pd.read_csv(tmp_path / "out" / "friedman_ari.csv")
     assert out["method"].tolist() == ["X", "Y", "Z"]
     assert (tmp_path / "out" / "friedman_ari.png").stat().st_size > 1000
+
+
+def test_awec_fig4_heatmap_from_cells(tmp_path):
+    import json
+
+    from ensclust.methods._awec_figures import grid_means
+    from ensclust.methods._awec_figures import main as fig_main
+
+    cells = tmp_path / "run" / "cells"
+    cells.mkdir(parents=True)
+    k = 0
+    for lam in (0.1, 0.2):
+        for gamma in (1, 5):
+            for rep in range(2):
+                rec = {"status": "ok", "method": "AWEC-H", "dataset": "D", "rep": rep,
+                       "params": json.dumps({"lambda": lam, "gamma": gamma}),
+                       "metrics": {"nmi": lam + gamma + rep}}
+                (cells / f"c{k}.json").write_text(json.dumps(rec))
+                k += 1
+    means = grid_means(tmp_path / "run")
+    assert len(means) == 4 and set(means["n_reps"]) == {2}
+    assert means.set_index(["lambda", "gamma"]).loc[(0.2, 5.0), "mean"] == pytest.approx(5.7)
+    assert fig_main([str(tmp_path / "run"), "--out", str(tmp_path / "fig.png")]) == 0
+    assert (tmp_path / "fig.png").stat().st_size > 1000
