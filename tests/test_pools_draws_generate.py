@@ -170,3 +170,17 @@ def test_gaussian_kernel_closed_form():
 def test_progress_bar_runs(blobs, capsys):
     members, _, _ = generate_members(blobs.X, {"k": "c", "size": 2}, n_clusters=3, seed=0, progress=True)
     assert members.shape == (150, 2)
+
+
+def test_feature_subset_block_shares_one_subset_per_block():
+    from ensclust.pools.generate import member_plan, normalize_spec
+
+    spec = normalize_spec({"k": "c", "size": 6, "feature_ratio": [0.5, 0.5], "feature_subset": "block",
+                           "feature_block": 3})
+    plan = member_plan(spec, n=50, d=20, c=3, seed=4, indices=range(6))
+    subsets = [tuple(p["features"]) for p in plan]
+    assert subsets[0] == subsets[1] == subsets[2] and subsets[3] == subsets[4] == subsets[5]
+    assert subsets[0] != subsets[3] and len(subsets[0]) == 10
+    # the plan of a member does not depend on which members are generated
+    again = member_plan(spec, n=50, d=20, c=3, seed=4, indices=[4])
+    assert tuple(again[0]["features"]) == subsets[4]

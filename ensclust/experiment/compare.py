@@ -108,7 +108,9 @@ def compare(config: ExperimentConfig, cells: pd.DataFrame, paper: pd.DataFrame,
         for r in timing_summary(config, cells, timing).itertuples(index=False):
             times[(r.method, r.dataset)] = (r.time_s, r.time_s_std, r.n_cells, r.policy, r.params)
     ran_datasets = set(cells.loc[cells["status"] == "ok", "dataset"]) if len(cells) else set()
-    our_datasets = {d.label.lower(): d.label for d in config.datasets}
+    our_datasets = defaultdict(list)  # lower paper dataset name -> [(column label, paper_param)]
+    for d in config.datasets:
+        our_datasets[(d.paper_dataset or d.label).lower()].append((d.label, d.paper_param))
     by_paper_name = defaultdict(list)  # lower paper name -> [(row label, MethodSpec)]
     for m in config.methods:
         labels = [m.label]
@@ -147,10 +149,12 @@ def compare(config: ExperimentConfig, cells: pd.DataFrame, paper: pd.DataFrame,
         if config.compare_param is not None and str(p["param"]) != config.compare_param:
             missing(f"param variant not in config (param={p['param']}; config compares {config.compare_param})")
             continue
-        ds_label = our_datasets.get(str(p["dataset"]).strip().lower())
-        if ds_label is None:
-            missing("dataset not in config")
+        ds_entries = our_datasets.get(str(p["dataset"]).strip().lower(), [])
+        ds_matches = [label for label, param in ds_entries if param is None or param == str(p["param"])]
+        if not ds_matches:
+            missing("dataset not in config" if not ds_entries else f"param variant not in config (param={p['param']})")
             continue
+        ds_label = ds_matches[0]
         if ds_label not in ran_datasets:
             missing("dataset not run (no finished cell)")
             continue

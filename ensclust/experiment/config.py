@@ -7,7 +7,9 @@ added here (all with defaults, so paper configs need not set them):
 * top level: ``std_ddof`` (1 = sample std, MATLAB's ``std``), ``decimals`` (3, digits in tables and for
   the best/second ranking), ``ttest`` (``paired`` | ``student`` | ``welch``), ``alpha`` (0.05, significance
   level), ``compare_param`` (only paper rows whose ``param`` column equals this are compared), ``data_dir``.
-* dataset: ``n_clusters`` (override c), ``x_key`` / ``y_key`` (variable names in the data file).
+* dataset: ``n_clusters`` (override c), ``x_key`` / ``y_key`` (variable names in the data file),
+  ``paper_dataset`` / ``paper_param`` (the paper CSV's dataset name and ``param`` value this column is
+  compared with, when one paper dataset appears as several columns, e.g. RCEC's feature ratios).
 * method: ``paper_method`` (row name in the paper CSV when it differs from ``label``), ``paper_param``
   (which paper row to match when the paper prints several rows of that method, e.g. fixed vs tuned).
 * tuning ``each``: every grid point becomes its own table row, labelled ``Label [a=0.1, b=2]``.
@@ -37,8 +39,12 @@ DATA_SUFFIXES = (".mat", ".h5", ".hdf5", ".npz", ".csv")
 TOP_KEYS = ("name", "description", "seed", "datasets", "pool", "ensemble", "methods", "metrics", "nmi_average",
             "tune_metric", "outputs", "compare_to", "std_ddof", "decimals", "ttest", "alpha", "compare_param",
             "data_dir")
-DATASET_KEYS = ("name", "label", "preprocess", "params", "pool", "n_clusters", "x_key", "y_key")
-POOL_KEYS = ("source", "generator", "k", "size", "feature_ratio", "file", "members_key", "y_key", "first")
+DATASET_KEYS = ("name", "label", "preprocess", "params", "pool", "n_clusters", "x_key", "y_key", "paper_dataset",
+                "paper_param")
+# Pool keys are those the pool generators understand (one list, owned by ensclust.pools.generate).
+from ensclust.pools.generate import SPEC_KEYS as _POOL_SPEC_KEYS  # noqa: E402
+
+POOL_KEYS = tuple(sorted(_POOL_SPEC_KEYS))
 ENSEMBLE_KEYS = ("mode", "size", "repetitions", "seed")
 METHOD_KEYS = ("name", "label", "params", "grid", "tuning", "scope", "paper_method", "paper_param")
 
@@ -56,6 +62,8 @@ class DatasetSpec:
     n_clusters: int | None = None
     x_key: str | None = None
     y_key: str | None = None
+    paper_dataset: str | None = None
+    paper_param: str | None = None
 
 
 @dataclass
@@ -248,7 +256,9 @@ def _validate_dataset(v: _Validator, entry, i: int, default_pool: dict, known: l
     if n_clusters is not None:
         n_clusters = v.integer(n_clusters, path + ("n_clusters",), low=2)
     return DatasetSpec(label=label, name=name, preprocess=preprocess, params=dict(params), pool=pool,
-                       n_clusters=n_clusters, x_key=entry.get("x_key"), y_key=entry.get("y_key"))
+                       n_clusters=n_clusters, x_key=entry.get("x_key"), y_key=entry.get("y_key"),
+                       paper_dataset=v.string(entry.get("paper_dataset"), path + ("paper_dataset",), allow_none=True),
+                       paper_param=v.string(entry.get("paper_param"), path + ("paper_param",), allow_none=True))
 
 
 def _validate_method(v: _Validator, entry, i: int) -> MethodSpec:

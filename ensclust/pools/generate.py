@@ -13,8 +13,11 @@ Spec keys (the config's ``pool:`` block, see :func:`normalize_spec`):
 ``size``           number of members.
 ``feature_ratio``  null, a ratio r (each member sees round(r d) random features) or ``[lo, hi]`` (ratio
                    drawn uniformly per member; RCEC 0.6..1.0, specs/rcec.md 4.2).
-``feature_subset`` ``member`` (default: a new subset per member) or ``pool`` (one subset shared by the
-                   whole pool: RCEC's recommended reading R9, one pool per repetition).
+``feature_subset`` ``member`` (default: a new subset per member), ``pool`` (one subset shared by the
+                   whole pool) or ``block`` (members j in the same block j // feature_block share one subset:
+                   RCEC's recommended reading R9 - one subset per repetition, with ``fresh`` draws of
+                   ``feature_block`` members per repetition).
+``feature_block``  block size for ``feature_subset: block``.
 ``init``           K-means seeding: ``k-means++`` (default; SPCE recommendation) or ``random`` (random
                    samples, like Deng Cai's ``litekmeans`` used by the AWEC/ACMK code).
 ``max_iter``       K-means iterations (default 100, as litekmeans and MATLAB's kmeans).
@@ -40,7 +43,7 @@ DEFAULT_K_MAX = 50
 SPECTRAL_MAX_N = 12000  # dense n x n kernel: 12000^2 float32 = 576 MB
 
 SPEC_KEYS = {
-    "source", "generator", "k", "size", "feature_ratio", "feature_subset", "init", "max_iter", "sigmas",
+    "source", "generator", "k", "size", "feature_ratio", "feature_subset", "feature_block", "init", "max_iter", "sigmas",
     "file", "members_key", "y_key", "layout", "first",
 }
 
@@ -77,8 +80,13 @@ def normalize_spec(spec: dict | None) -> dict:
         raise unknown_name_error("pool generator", out["generator"], GENERATORS, "pool spec")
     if out["init"] not in ("k-means++", "random"):
         raise unknown_name_error("k-means init", out["init"], ("k-means++", "random"), "pool spec")
-    if out["feature_subset"] not in ("member", "pool"):
-        raise unknown_name_error("feature_subset", out["feature_subset"], ("member", "pool"), "pool spec")
+    if out["feature_subset"] not in ("member", "pool", "block"):
+        raise unknown_name_error("feature_subset", out["feature_subset"], ("member", "pool", "block"), "pool spec")
+    if out["feature_subset"] == "block":
+        block = spec.get("feature_block")
+        if not isinstance(block, int) or isinstance(block, bool) or block < 1:
+            raise UserError(f"pool spec: feature_subset 'block' needs feature_block: <members per block>, got {block!r}")
+        out["feature_block"] = block
     if int(out["size"]) < 1:
         raise UserError(f"pool spec: size must be >= 1, got {out['size']}")
     out["size"] = int(out["size"])
@@ -163,12 +171,17 @@ def member_plan(spec: dict, n: int, d: int, c: int | None, seed: int, indices) -
     shared = None
     if ratio is not None and spec.get("feature_subset") == "pool":
         shared = _feature_subset(np.random.default_rng(derive_seed("pool-features", int(seed))), d, ratio)
+    block = spec.get("feature_block") if ratio is not None and spec.get("feature_subset") == "block" else None
     plan = []
     for j in indices:
         s = member_seed(seed, j)
         rng = np.random.default_rng(s)
         k = int(rng.integers(lo, hi + 1))
-        feats = shared if shared is not None else (_feature_subset(rng, d, ratio) if ratio is not None else None)
+        if block is not None:
+            block_rng = np.random.default_rng(derive_seed("pool-features", int(seed), int(j) // block))
+            feats = _feature_subset(block_rng, d, ratio)
+        else:
+            feats = shared if shared is not None else (_feature_subset(rng, d, ratio) if ratio is not None else None)
         plan.append({"j": int(j), "k": k, "seed": s, "features": feats})
     return plan
 
