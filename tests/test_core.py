@@ -115,3 +115,15 @@ def test_bipartite_embedding_separates_planted_clusters():
     B = one_hot(check_members(members))
     U = bipartite_embedding(B, 3, random_state=0)
     assert same_partition(kmeans_labels(U, 3, random_state=0), y)
+
+
+def test_bipartite_embedding_gram_route_spans_svd_subspace():
+    from ensclust.core.spectral import _inv_sqrt
+
+    members, _ = planted_ensemble(n=200, c=4, m=8, noise_fraction=0.2, random_state=9)
+    B = one_hot(check_members(members))
+    U = bipartite_embedding(B, 4, random_state=0, normalize_rows=False)
+    Bd = B.toarray()
+    Bn = Bd * _inv_sqrt(Bd.sum(1))[:, None] * _inv_sqrt(Bd.sum(0))[None, :]
+    ref = np.linalg.svd(Bn, full_matrices=False)[0][:, :4]
+    np.testing.assert_allclose(U @ U.T, ref @ ref.T, atol=1e-8)

@@ -124,7 +124,14 @@ def bipartite_embedding(B, n_components: int, *, random_state=None, normalize_ro
     d2 = _inv_sqrt(np.asarray(B.sum(axis=0)).ravel())
     Bn = sparse.diags(d1) @ B @ sparse.diags(d2)
     k = n_components
-    if min(Bn.shape) <= _DENSE_LIMIT or k >= min(Bn.shape) - 1:
+    n, K = Bn.shape
+    if K < n and K <= 4 * _DENSE_LIMIT and k < K:
+        # Few base clusters: the left singular vectors follow from the K x K Gram matrix,
+        # U = Bn V diag(1/s) with Bn^T Bn = V diag(s^2) V^T, without an n x K dense SVD (USPS: K=1364, n=11000).
+        w, V = np.linalg.eigh((Bn.T @ Bn).toarray())
+        top = np.argsort(w)[::-1][:k]
+        U = (Bn @ V[:, top]) / np.sqrt(np.maximum(w[top], 1e-300))[None, :]
+    elif min(Bn.shape) <= _DENSE_LIMIT or k >= min(Bn.shape) - 1:
         U, s, _ = np.linalg.svd(Bn.toarray(), full_matrices=False)
         U = U[:, :k]
     else:
