@@ -1,0 +1,187 @@
+"""CESHL: clustering ensemble via structured hypergraph learning (Zhou, Wang, Du & Li, Information Fusion 2022).
+
+specs/baselines/robust_family.md section 4, restating the authors' MATLAB (``run_our.m``, ``alg/CESHL.m``,
+``alg/obj_f2.m``, ``alg/ranking.m``). Every base cluster is a hyperedge of the object hypergraph H0 (n x K one-hot).
+
+1. Initial hyperedge weights (``ranking``): w0_e = mean co-association inside hyperedge e
+   = (1/m) sum_f G_ef^2 / |e|^2 with G = H0^T H0 (no n x n matrix).
+2. Hyperedge-weight QP: w = argmin_{0 <= w <= 1} w^T (Lc + lambda I) w - 2 lambda w0^T w, with
+   Lc = I - diag(g) G diag(g), g = 1 / sqrt(G 1). The authors use MATLAB ``quadprog``; the problem is strictly
+   convex, so it is solved exactly here as a bounded least-squares problem (Cholesky factor + BVLS).
+3. Structured hypergraph learning: the incidence H in [0, 1]^{n x K} is refined by L-BFGS-B (20 iterations
+   per outer step, memory 5, pgtol 1e-3, factr 1e7: Becker's ``lbfgsb`` defaults used by the code) on
+   f(H) = sum_e w_e^2 ||h_e - h0_e||^2 - rho tr(Y^T Dv^-1/2 H W De^-1 H^T Dv^-1/2 Y), Dv = diag(H w) from the
+   current H, De (hyperedge sizes 1^T H) and Y (c smallest eigenvectors of the unnormalised hypergraph
+   Laplacian Dv - H W De^-1 H^T) fixed during the inner solve and recomputed after it. rho is doubled while the
+   Laplacian has fewer than c zero eigenvalues and halved (restoring the previous Y) while it has more
+   (TRCE's rank control).
+4. Labels = connected components of S = H W De^-1 H^T, computed on the bipartite object-hyperedge graph of the
+   hyperedges with w_e > 0 (same components, no n x n matrix). The count can differ from c.
+
+Memory: the eigen-step needs the dense n x n Laplacian (float64; 26 MB at n = 1 800, 330 MB at n = 6 400);
+everything else is n x K.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import optimize
+from scipy.linalg import cholesky, solve_triangular
+
+from ensclust.core.labels import one_hot
+from ensclust.methods import register
+from ensclust.methods._robust_graph import bipartite_component_labels, laplacian_smallest, rank_decision
+from ensclust.methods.base import ConsensusMethod, Param
+
+EPS = np.finfo(np.float64).eps
+
+
+def initial_hyperedge_weights(G: np.ndarray, m: int) -> np.ndarray:
+    """w0_e = (sum_{a, b in e} CA_ab) / |e|^2 with CA = H0 H0^T / m, from the overlap matrix G = H0^T H0."""
+    sizes = np.diag(G)
+    return (G ** 2).sum(axis=1) / (m * np.maximum(sizes, EPS) ** 2)
+
+
+def hyperedge_qp_matrix(G: np.ndarray, lam: float) -> np.ndarray:
+    """Lc + lambda I with Lc = I - diag(g) G diag(g), g = 1 / sqrt(max(G 1, eps)), symmetrised."""
+    g = 1.0 / np.sqrt(np.maximum(G.sum(axis=1), EPS))
+    Lc = np.eye(G.shape[0]) - g[:, None] * G * g[None, :]
+    Lc = (Lc + Lc.T) / 2.0
+    Lc[np.diag_indices_from(Lc)] += lam
+    return Lc
+
+
+def solve_hyperedge_weights(A: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """argmin_{0 <= w <= 1} w^T A w - 2 b^T w for symmetric positive definite A (exact, by BVLS).
+
+    With A = R^T R (Cholesky), the objective is ||R w - R^-T b||^2 minus a constant.
+    """
+    R = cholesky(A, lower=False)
+    target = solve_triangular(R, b, trans="T", lower=False)
+    res = optimize.lsq_linear(R, target, bounds=(0.0, 1.0), method="bvls", tol=1e-14, max_iter=10 * A.shape[0])
+    return np.clip(res.x, 0.0, 1.0)
+
+
+def box_qp_kkt_residual(A: np.ndarray, b: np.ndarray, w: np.ndarray) -> float:
+    """Largest violation of the KKT conditions of min w^T A w - 2 b^T w on [0, 1]^K (projected gradient)."""
+    grad = 2.0 * (A @ w - b)
+    projected = np.clip(w - grad, 0.0, 1.0) - w
+    return float(np.abs(projected).max())
+
+
+def hypergraph_laplacian(H: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Unnormalised hypergraph Laplacian Dv - H W De^-1 H^T (dense n x n)."""
+    de = np.maximum(H.sum(axis=0), EPS)
+    L = -(H * (w / de)[None, :]) @ H.T
+    L[np.diag_indices_from(L)] += H @ w
+    return (L + L.T) / 2.0
+
+
+def structure_objective(H: np.ndarray, H0: np.ndarray, w: np.ndarray, de: np.ndarray, Y: np.ndarray,
+                        rho: float) -> tuple[float, np.ndarray]:
+    """f(H) of the structured hypergraph step and its gradient (re-derivation of ``obj_f2.m``).
+
+    f = sum_e w_e^2 ||h_e - h0_e||^2 - rho T, T = tr(Q^T H diag(beta) H^T Q), Q = Dv^-1/2 Y, dv = H w,
+    beta = w / de. Gradient: 2 (H - H0) diag(w^2) - rho [2 Q (Q^T H) diag(beta) - (r / dv) w^T] with
+    r_i = sum_e beta_e H_ie (Q Q^T H)_ie (the second part is the derivative through Dv).
+    Objects with zero degree get Dv^-1/2 = 0 (they do not enter T).
+    """
+    beta = w / de
+    dv = H @ w
+    pos = dv > 0
+    inv_sqrt = np.zeros_like(dv)
+    inv_sqrt[pos] = 1.0 / np.sqrt(dv[pos])
+    Q = Y * inv_sqrt[:, None]
+    U = Q.T @ H                     # c x K
+    QU = Q @ U                      # n x K
+    T = float(np.sum(U * U * beta[None, :]))
+    diff = H - H0
+    fid = float(np.sum(diff * diff * (w * w)[None, :]))
+    r = (H * QU) @ beta
+    ratio = np.zeros_like(dv)
+    ratio[pos] = r[pos] / dv[pos]
+    grad_T = 2.0 * QU * beta[None, :] - ratio[:, None] * w[None, :]
+    grad = 2.0 * diff * (w * w)[None, :] - rho * grad_T
+    return fid - rho * T, grad
+
+
+@register
+class CESHL(ConsensusMethod):
+    """Clustering ensemble via structured hypergraph learning (Zhou et al., Inf. Fusion 2022).
+
+    Deterministic (no random numbers); labels are connected components, so the count can differ from c.
+    """
+
+    name = "ceshl"
+    summary = "hyperedge weights by a box QP, structured hypergraph learning (L-BFGS-B), connected components"
+    may_return_other_k = True
+    params = {
+        "lambda": Param(1.0, type="float", low=0.0, low_open=True,
+                        doc="weight of the fidelity to the initial hyperedge weights w0 in the weight QP",
+                        source="middle of the authors' demo grid 10^-3..10^3 (tables: oracle selection on it)"),
+        "max_iter": Param(100, type="int", low=1, doc="outer iterations of the structured learning",
+                          source="authors' CESHL.m (maxiter = 100)"),
+        "init_rho": Param(100.0, type="float", low=0.0, low_open=True, doc="initial weight rho of the trace term",
+                          source="authors' CESHL.m (rho = 100)"),
+        "inner_iter": Param(20, type="int", low=1, doc="L-BFGS-B iterations per outer step",
+                            source="authors' CESHL.m (lbfgsb maxIts = 20)"),
+    }
+
+    def _fit(self, members, n_clusters, X, rng):
+        n, m = members.shape
+        c = n_clusters
+        lam = self._params["lambda"]
+        H0 = one_hot(members).toarray()
+        G = H0.T @ H0
+        w0 = initial_hyperedge_weights(G, m)
+        A = hyperedge_qp_matrix(G, lam)
+        w = solve_hyperedge_weights(A, lam * w0)
+        kkt = box_qp_kkt_residual(A, lam * w0, w)
+
+        H = H0.copy()
+        shape = H.shape
+        vals, Y = laplacian_smallest(hypergraph_laplacian(H, w), c + 1)
+        Y = Y[:, :c]
+        rho = float(self.init_rho)
+        bounds = optimize.Bounds(np.zeros(H.size), np.ones(H.size))
+        options = {"maxiter": self.inner_iter, "maxcor": 5, "gtol": 1e-3, "ftol": 1e7 * EPS}
+        history = {"rho": [], "fn1": [], "objective": []}
+        converged = False
+        n_iter = 0
+        for it in range(1, self.max_iter + 1):
+            n_iter = it
+            de = np.maximum(H.sum(axis=0), EPS)
+
+            def fun(x, de=de, Y=Y, rho=rho):
+                f, g = structure_objective(x.reshape(shape), H0, w, de, Y, rho)
+                return f, g.ravel()
+
+            res = optimize.minimize(fun, H.ravel(), jac=True, method="L-BFGS-B", bounds=bounds, options=options)
+            H = np.clip(res.x.reshape(shape), 0.0, 1.0)
+            history["objective"].append(float(res.fun))
+            Y_old = Y
+            vals, Y = laplacian_smallest(hypergraph_laplacian(H, w), c + 1)
+            Y = Y[:, :c]
+            decision = rank_decision(vals, c)
+            history["rho"].append(rho)
+            history["fn1"].append(float(np.sum(vals[:c])))
+            if decision == "increase":
+                rho *= 2.0
+            elif decision == "decrease":
+                rho /= 2.0
+                Y = Y_old
+            elif it > 1:
+                converged = True
+                break
+        labels = bipartite_component_labels(H[:, w > 0])
+        self.diagnostics_ = {
+            "n_iter": n_iter,
+            "converged": converged,
+            "objective": history["objective"],
+            "rho": history["rho"],
+            "fn1": history["fn1"],
+            "qp_kkt_residual": kkt,
+            "hyperedge_weights_min": float(w.min()),
+            "hyperedge_weights_max": float(w.max()),
+        }
+        return labels
