@@ -174,3 +174,57 @@ def test_ncut_meta_recovers_components():
     W = np.kron(np.eye(3), np.ones((4, 4)))
     labels = ncut_meta(W, 3, random_state=0)
     assert ari(labels, np.repeat([0, 1, 2], 4)) == 1.0
+
+
+def test_weighted_average_linkage_equals_scipy_on_duplicated_points():
+    from scipy.cluster.hierarchy import linkage
+
+    from ensclust.core.microclusters import weighted_average_linkage
+
+    rng = np.random.default_rng(0)
+    X = rng.random((60, 4))
+    sizes = rng.integers(1, 4, 60)
+    D = np.sqrt(((X[:, None] - X[None]) ** 2).sum(-1))
+    Xo = np.repeat(X, sizes, axis=0)
+    Do = np.sqrt(((Xo[:, None] - Xo[None]) ** 2).sum(-1))
+    Zo = linkage(Do[np.triu_indices(len(Xo), 1)], "average")
+    merges = weighted_average_linkage(D.copy(), sizes)
+    # duplicates merge at height 0 first; the remaining heights are the weighted UPGMA heights
+    assert np.allclose(np.sort(Zo[:, 2])[-59:], np.sort(merges[:, 2]), atol=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_microcluster_hac_equals_object_hac(seed):
+    from scipy import sparse
+
+    from ensclust.core.hierarchy import hac_labels
+    from ensclust.core.lwca import eci, lwca_condensed_distance
+    from ensclust.core.microclusters import microcluster_average_link_labels
+
+    members, _ = planted_ensemble(n=150, c=3, m=8, random_state=seed, k_range=(3, 8))
+    P = check_members(members)
+    w = eci(P)
+    micro = compute_microclusters(P)
+    Bm = micro.indicator()
+    S = (Bm @ sparse.diags(w / P.shape[1]) @ Bm.T).toarray()
+    d = lwca_condensed_distance(P, cluster_weights=w)
+    for k in (2, 3, 6, micro.n_micro // 2):
+        a = microcluster_average_link_labels(S, micro, k)
+        assert len(np.unique(a)) == k
+        assert ari(a, hac_labels(distance=d, n_clusters=k)) == 1.0
+    # k above the number of microclusters splits microclusters and still returns exactly k
+    assert len(np.unique(microcluster_average_link_labels(S, micro, micro.n_micro + 2))) == micro.n_micro + 2
+
+
+def test_tcut_dense_equals_sparse_and_auto_dtype():
+    members = random_members(n=70, m=5, k=4, seed=8)
+    C = one_hot(members) @ np.diag(np.linspace(0.2, 1, one_hot(members).shape[1]))
+    F_dense = tcut_embedding(np.asarray(C), 3)
+    from scipy import sparse
+
+    F_sparse = tcut_embedding(sparse.csr_matrix(C), 3)
+    assert np.allclose(np.abs(F_dense), np.abs(F_sparse), atol=1e-12)
+    from ensclust.core import pts
+
+    res = probability_trajectory_similarity(members, dtype="auto")
+    assert res.similarity.dtype == (np.float32 if res.micro.n_micro > pts.AUTO_FLOAT32_ABOVE else np.float64)

@@ -109,3 +109,11 @@ def test_lwea_ecoli_protocol_equals_paper(data_dir):
 def test_deterministic_methods_umist_equal_paper(data_dir, method, expected):
     # EC-CMS Table IV, UMIST column (ARI mean +- std over the 20 runs)
     assert _mean_std(data_dir, method, "umist") == expected
+
+
+@pytest.mark.parametrize("name", ["lwea", "ecpcs-hc"])
+def test_microcluster_hac_equals_object_hac_in_methods(name):
+    members, _ = planted_ensemble(n=120, c=4, m=10, random_state=9, k_range=(4, 9))
+    a = get_method(name, hac="microclusters").fit_predict(members, 4)
+    b = get_method(name, hac="objects").fit_predict(members, 4)
+    assert same_partition(a, b)

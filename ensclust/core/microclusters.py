@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import sparse
+from scipy.sparse.csgraph import connected_components
 
 
 @dataclass(frozen=True)
@@ -98,3 +99,102 @@ def expand_condensed_distance(micro_similarity: np.ndarray, assignment: np.ndarr
             pos += row.size
     np.clip(out, 0.0, None, out=out)
     return out
+
+
+def weighted_average_linkage(distance: np.ndarray, weights) -> np.ndarray:
+    """Average-link (UPGMA) merges of weighted leaves by the nearest-neighbour chain.
+
+    A leaf of weight w behaves like w coincident objects: the distance between two clusters is the
+    weight-averaged distance of their leaves (Lance-Williams). Returns an (n - 1) x 3 array of merges in
+    the order found, ``[leaf_a, leaf_b, height]`` with one representative leaf of each merged cluster
+    (the smallest leaf index of the cluster). ``distance`` is overwritten.
+    """
+    D = distance
+    n = D.shape[0]
+    w = np.asarray(weights, dtype=np.float64).copy()
+    np.fill_diagonal(D, np.inf)
+    rep = np.arange(n)
+    merges = np.empty((max(n - 1, 0), 3))
+    chain: list[int] = []
+    alive = np.ones(n, dtype=bool)
+    first_alive = 0
+    for step in range(n - 1):
+        if not chain:
+            while not alive[first_alive]:
+                first_alive += 1
+            chain.append(first_alive)
+        while True:
+            x = chain[-1]
+            row = D[x]
+            y = int(np.argmin(row))
+            # prefer the previous chain element on a tie (guarantees termination, as in SciPy's nn_chain)
+            if len(chain) > 1 and row[chain[-2]] <= row[y]:
+                y = chain[-2]
+                break
+            chain.append(y)
+        chain.pop()
+        chain.pop()
+        height = D[x, y]
+        a, b = (x, y) if x < y else (y, x)          # keep the smaller index alive
+        wa, wb = w[a], w[b]
+        new = (wa * D[a] + wb * D[b]) / (wa + wb)
+        new[a] = np.inf
+        D[a] = new
+        D[:, a] = new
+        D[b] = np.inf
+        D[:, b] = np.inf
+        alive[b] = False
+        w[a] = wa + wb
+        merges[step] = (rep[a], rep[b], height)
+        rep[a] = min(rep[a], rep[b])
+    return merges
+
+
+def microcluster_average_link_labels(micro_similarity: np.ndarray, micro: Microclusters,
+                                     n_clusters: int) -> np.ndarray:
+    """Object labels of average-link HAC on ``d = 1 - S`` cut at exactly k clusters, computed on microclusters.
+
+    For a similarity that depends only on the label vectors (object pair (i, j) -> ``S[a_i, a_j]``, pairs
+    inside one microcluster -> the diagonal ``S[a, a]``, which is the largest entry of its row), the
+    objects of a microcluster are mutual nearest neighbours at height ``1 - S[a, a]`` and, once merged, act
+    as one leaf of weight = its size. Because average linkage is reducible, the object-level dendrogram is
+    the size-weighted UPGMA tree of the microclusters plus the internal merges, so the exact-k cut (the
+    first n - k merges in height order, MATLAB's ``cluster(Z, 'maxclust', k)``) is taken from the merged
+    merge list. Cost O(n_micro^2) instead of O(n^2); no condensed n(n-1)/2 vector.
+
+    Tie rule: merges at equal height are taken internal-first, then in the order the NN-chain found them;
+    labels are numbered by smallest object index. Exact ties may resolve differently from SciPy's
+    object-level ``linkage`` (and from MATLAB's), as they may between any two HAC implementations.
+    """
+    S = np.asarray(micro_similarity)
+    sizes = micro.sizes
+    n = micro.assignment.size
+    k = int(n_clusters)
+    if not 1 <= k <= n:
+        raise ValueError(f"n_clusters must be in 1..{n}, got {k}")
+    internal_height = np.clip(1.0 - np.diag(S).astype(np.float64), 0.0, None)
+    D = 1.0 - S.astype(np.float64)
+    np.clip(D, 0.0, None, out=D)
+    merges = weighted_average_linkage(D, sizes)
+    del D
+    multi = np.flatnonzero(sizes > 1)
+    n_internal = sizes[multi] - 1
+    heights = np.concatenate([np.repeat(internal_height[multi], n_internal), merges[:, 2]])
+    owner = np.repeat(multi, n_internal)                                  # microcluster of an internal merge
+    take = np.argsort(heights, kind="stable")[: n - k]
+    n_int_total = owner.size
+    taken_internal = np.bincount(owner[take[take < n_int_total]], minlength=sizes.size)
+    taken_micro = merges[take[take >= n_int_total] - n_int_total, :2].astype(np.int64)
+    # objects of every microcluster in index order; the first one represents the microcluster
+    objects = np.argsort(micro.assignment, kind="stable")
+    start = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    first = objects[start]
+    rows, cols = [first[taken_micro[:, 0]]], [first[taken_micro[:, 1]]]
+    for mc in np.flatnonzero(taken_internal):
+        r = taken_internal[mc]
+        rows.append(np.full(r, objects[start[mc]]))
+        cols.append(objects[start[mc] + 1: start[mc] + 1 + r])
+    rows, cols = np.concatenate(rows), np.concatenate(cols)
+    graph = sparse.coo_matrix((np.ones(rows.size), (rows, cols)), shape=(n, n))
+    _, labels = connected_components(graph, directed=False)
+    return labels.astype(np.int64)

@@ -29,15 +29,20 @@ def tcut_embedding(C, n_segments: int) -> np.ndarray:
     C : (N_x, N_y) nonnegative cross-affinity, dense or sparse.
     n_segments : k, at most N_y.
     """
-    C = sparse.csr_matrix(C, dtype=np.float64)
+    if sparse.issparse(C):
+        C = sparse.csr_matrix(C, dtype=np.float64)
+    else:
+        C = np.asarray(C, dtype=np.float64)           # dense (PTGP): BLAS products below
     n_x, n_y = C.shape
     k = int(n_segments)
     if not 1 <= k <= n_y:
         raise ValueError(f"Tcut needs 1 <= k <= N_y = {n_y} (the small side), got k = {k}")
     d_x = np.asarray(C.sum(axis=1)).ravel()
     d_x[d_x == 0] = _EPS
-    Dx_inv = sparse.diags(1.0 / d_x)
-    W_y = (C.T @ Dx_inv @ C).toarray()                # N_y x N_y
+    if sparse.issparse(C):
+        W_y = (C.T @ sparse.diags(1.0 / d_x) @ C).toarray()            # N_y x N_y
+    else:
+        W_y = (C / d_x[:, None]).T @ C
     d_y = W_y.sum(axis=1)
     with np.errstate(divide="ignore"):
         d_half = np.where(d_y > 0, 1.0 / np.sqrt(d_y), 0.0)
@@ -46,7 +51,7 @@ def tcut_embedding(C, n_segments: int) -> np.ndarray:
     _, vecs = np.linalg.eigh(N)
     V = vecs[:, ::-1][:, :k]                          # eigenvectors of the k largest eigenvalues
     V = V * d_half[:, None]                           # Ncut vectors of the small graph
-    return np.asarray(Dx_inv @ (C @ V))               # transfer to the X side
+    return np.asarray(C @ V) / d_x[:, None]          # transfer to the X side: D_x^-1 C V
 
 
 def tcut(C, n_segments: int, *, random_state=None, n_init: int = 3, max_iter: int = 100) -> np.ndarray:

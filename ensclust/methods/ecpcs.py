@@ -12,8 +12,10 @@ specs/baselines/huang_family.md section 3).
    discretisation, randomised and seeded from ``random_state``), then every object goes to the meta-cluster
    holding the largest fraction of its clusters (Eq. 17; first index on ties, as MATLAB's ``max``).
 
-ECA depends only on the label vectors, so it is built for pairs of microclusters and expanded to the object
-pairs of the condensed distance vector (no dense n x n matrix).
+ECA depends only on the label vectors, so it is built for pairs of microclusters (ECA = 1 inside one), and
+the average-link HAC runs on the size-weighted microclusters by default (same tree up to exact ties,
+:func:`ensclust.core.microclusters.microcluster_average_link_labels`); ``hac="objects"`` expands it to the
+object pairs of SciPy's condensed vector instead. No dense n x n matrix either way.
 """
 
 from __future__ import annotations
@@ -23,11 +25,16 @@ from scipy import sparse
 
 from ensclust.core.hierarchy import hac_labels
 from ensclust.core.labels import cluster_counts, one_hot
-from ensclust.core.microclusters import compute_microclusters, expand_condensed_distance
+from ensclust.core.microclusters import (
+    compute_microclusters,
+    expand_condensed_distance,
+    microcluster_average_link_labels,
+)
 from ensclust.core.pts import propagate_similarity
 from ensclust.core.spectral import discretize
 from ensclust.methods import register
 from ensclust.methods.base import ConsensusMethod, Param
+from ensclust.methods.lwea import HAC
 
 
 def cluster_jaccard(members: np.ndarray) -> np.ndarray:
@@ -76,7 +83,7 @@ class ECPCSHC(ConsensusMethod):
 
     name = "ecpcs-hc"
     summary = "propagated cluster-wise similarities -> enhanced co-association + average-link HAC"
-    params = {"t": T_PARAM}
+    params = {"t": T_PARAM, "hac": HAC}
 
     def _fit(self, members, n_clusters, X, rng):
         n = members.shape[0]
@@ -86,6 +93,8 @@ class ECPCSHC(ConsensusMethod):
         micro = compute_microclusters(members)
         E = eca_micro(members, Z, micro)
         self.diagnostics_["n_micro"] = micro.n_micro
+        if self.hac == "microclusters":
+            return microcluster_average_link_labels(E, micro, n_clusters)
         d = expand_condensed_distance(E, micro.assignment)
         return hac_labels(distance=d, n_clusters=n_clusters, linkage="average")
 
