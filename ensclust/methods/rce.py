@@ -37,6 +37,7 @@ from ensclust.methods import register
 from ensclust.methods.base import ConsensusMethod, Param
 
 _EPS = np.finfo(np.float64).eps  # MATLAB eps, the guard the code uses everywhere
+_ROUNDING = 1e-10  # how far outside [b - 1, b] a stationary point may fall by rounding alone
 
 
 def bernoulli_kl(a, p):
@@ -67,9 +68,14 @@ def error_step(a, at, b, lam):
     s = a + at
     x1 = ((-1.0 - 2.0 * lam * b + lam) + np.sqrt((1.0 - lam) ** 2 + 2.0 * lam * s)) / (-2.0 * lam)
     x1 = np.maximum(x1, 0.0)
+    # A candidate within rounding of the interval end (e.g. a = a^T = 1, b = 0 gives exactly e = -1 in exact
+    # arithmetic) is moved onto it instead of being discarded (ensclust choice; the code's strict test
+    # would throw such a candidate away and return e = 0, whose KL term is ~36 instead of 0).
+    x1 = np.where((x1 > b) & (x1 <= b + _ROUNDING), b, x1)
     x1 = np.where(x1 > b, 0.0, x1)
     x3 = ((2.0 * lam * b - lam - 1.0) + np.sqrt(np.maximum((1.0 + lam) ** 2 - 2.0 * lam * s, 0.0))) / (2.0 * lam)
     x3 = np.minimum(x3, 0.0)
+    x3 = np.where((x3 < b - 1.0) & (x3 >= b - 1.0 - _ROUNDING), b - 1.0, x3)
     x3 = np.where(x3 < b - 1.0, 0.0, x3)
     g1 = error_objective(x1, a, at, b, lam)
     g3 = error_objective(x3, a, at, b, lam)
