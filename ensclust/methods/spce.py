@@ -29,6 +29,7 @@ import numpy as np
 from scipy import sparse
 from threadpoolctl import threadpool_limits
 
+from ensclust.core.labels import cluster_counts, one_hot
 from ensclust.core.spectral import kmeans_labels, spectral_clustering
 from ensclust.errors import UserError
 from ensclust.methods import register
@@ -189,7 +190,12 @@ class _SPCEBase(ConsensusMethod):
         S_free = shat_free.copy()                        # S <- S_hat (Sec. III-E)
         alpha = np.full(m, 1.0 / m)
         rho = float(self.rho0)
-        spec, S_upper = self._spectrum(table, S_free, c, None)   # Y from S_hat (eq. 18)
+        # Y from S_hat (eq. 18). Warm start for the iterative eigensolver: random mixtures of the members'
+        # cluster indicators, which are piecewise constant on the co-association blocks and so lie close to
+        # the wanted low eigenvectors (a fixed seed keeps the method deterministic).
+        mix = one_hot(members) @ np.random.default_rng(0).standard_normal((int(cluster_counts(members).sum()), c + 1))
+        start = Embedding(comp=np.zeros(n, dtype=np.int32), weight=np.zeros(n), extra=mix)
+        spec, S_upper = self._spectrum(table, S_free, c, start)
         Y = spec.embedding
         W = None
         E, E_of = None, None
