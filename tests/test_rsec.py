@@ -1,0 +1,143 @@
+"""RSEC-H / RSEC-Z (specs/baselines/robust_family.md section 1): oracles R1-R3, the exact low-rank algebra
+against a dense transcription of the reference iteration, and the shared method properties."""
+
+import numpy as np
+import pytest
+from scipy import linalg
+from threadpoolctl import threadpool_limits
+
+from ensclust.core.coassoc import coassociation
+from ensclust.core.labels import check_members
+from ensclust.methods import get_method
+from ensclust.methods.rsec import l21_shrink, lrr_affinity, rsec_solve, svt
+from ensclust.testing import check_method_properties, planted_ensemble, planted_partition, same_partition
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _single_thread_blas():
+    """Small matrices: one BLAS thread avoids oversubscribing the shared cores (much slower otherwise)."""
+    with threadpool_limits(limits=1):
+        yield
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_svt_is_the_nuclear_norm_prox(seed):  # R2
+    """X = prox(M) iff G = (M - X)/tau is a subgradient of |.|_* at X: |G|_2 <= 1 and <G, X> = |X|_*."""
+    rng = np.random.default_rng(seed)
+    M = rng.standard_normal((5, 5))
+    sv = np.linalg.svd(M, compute_uv=False)
+    tau = float(sv[1] + sv[2]) / 2.0  # keeps two singular values, thresholds three away
+    X, r = svt(M, tau)
+    assert r == 2 and np.linalg.matrix_rank(X) == 2
+    G = (M - X) / tau
+    assert np.linalg.norm(G, 2) <= 1.0 + 1e-10
+    assert np.sum(G * X) == pytest.approx(np.linalg.svd(X, compute_uv=False).sum(), abs=1e-8)
+    f = lambda Y: tau * np.linalg.svd(Y, compute_uv=False).sum() + 0.5 * ((Y - M) ** 2).sum()  # noqa: E731
+    assert all(f(X) <= f(X + 1e-3 * rng.standard_normal((5, 5))) for _ in range(50))
+    assert np.array_equal(svt(M, 10 * np.abs(M).sum())[0], np.zeros((5, 5)))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_l21_shrink_is_the_group_prox(seed):  # R2
+    """Same subgradient test for |.|_{2,1}: the dual norm is the largest column norm."""
+    rng = np.random.default_rng(seed)
+    M = rng.standard_normal((5, 5))
+    norms = np.linalg.norm(M, axis=0)
+    tau = float(np.median(norms))
+    X = l21_shrink(M, tau)
+    G = (M - X) / tau
+    assert np.linalg.norm(G, axis=0).max() <= 1.0 + 1e-10
+    assert np.sum(G * X) == pytest.approx(np.linalg.norm(X, axis=0).sum(), abs=1e-8)
+    assert np.all(np.linalg.norm(X, axis=0)[norms <= tau] == 0.0)
+    # the brute-force minimiser of each column along its own direction
+    for j in np.flatnonzero(norms > tau):
+        t = np.linspace(0, norms[j], 200001)
+        best = t[np.argmin(0.5 * (t - norms[j]) ** 2 + tau * t)]
+        assert np.linalg.norm(X[:, j]) == pytest.approx(best, abs=1e-4)
+
+
+def _dense_reference(S, k, lambda1, lambda2, n_iter):
+    """A dense transcription of the spec's iteration (explicit inverse, S^T S, SVD-based post-processing)."""
+    n = S.shape[0]
+    mu = 1.5 / np.linalg.norm(S, 2)
+    Z = np.zeros((n, n)); J = Z.copy(); E = Z.copy(); Y1 = Z.copy(); Y2 = Z.copy()  # noqa: E702
+    H = np.zeros((n, k)); Dm = np.eye(n)  # noqa: E702
+    Q = np.linalg.inv(S.T @ S + np.eye(n))
+    for _ in range(n_iter):
+        U, s, Vt = np.linalg.svd(Z + Y2 / mu)
+        J = (U * np.maximum(s - lambda1 / mu, 0)) @ Vt
+        Z = Q @ (S.T @ S - S.T @ E + J + (S.T @ Y1 - Y2 + Dm @ H @ H.T @ Dm) / mu)
+        G = S - S @ Z + Y1 / mu
+        cn = np.linalg.norm(G, axis=0)
+        E = G * (np.maximum(cn - lambda2 / mu, 0) / np.where(cn > 0, cn, 1))[None, :]
+        W0 = (Z + Z.T) / 2 + H @ H.T
+        U, s, _ = np.linalg.svd(W0)
+        r = int((s > 1e-4 * s[0]).sum())
+        P = U[:, :r] * np.sqrt(s[:r])
+        P /= np.linalg.norm(P, axis=1, keepdims=True)
+        W = (P @ P.T) ** 4
+        Dm = np.diag(1 / np.sqrt(W.sum(axis=1)))
+        H = Dm @ np.linalg.svd(Dm @ W @ Dm)[0][:, :k]
+        Y1 += mu * (S - S @ Z - E)
+        Y2 += mu * (Z - J)
+        mu = min(1.1 * mu, 1e10)
+    return Z, E, W, H
+
+
+def test_low_rank_algebra_matches_the_dense_iteration():
+    members = check_members(planted_ensemble(n=36, c=3, m=8, random_state=4)[0])
+    S = coassociation(members, dtype=np.float64)
+    for n_iter in (1, 4):
+        H, W, Z, _ = rsec_solve(members, 3, lambda1=1.0, lambda2=0.1, max_iter=n_iter, tol=0.0)
+        Z_ref, _, W_ref, H_ref = _dense_reference(S, 3, 1.0, 0.1, n_iter)
+        np.testing.assert_allclose(Z, Z_ref, atol=1e-8)
+        np.testing.assert_allclose(W, W_ref, atol=1e-8)
+        # H up to the sign of each column (eigenvector sign is arbitrary)
+        np.testing.assert_allclose(np.abs(H), np.abs(H_ref), atol=1e-8)
+
+
+def test_lrr_affinity_of_indefinite_matrix_uses_absolute_eigenvalues():
+    rng = np.random.default_rng(1)
+    A = rng.standard_normal((8, 8))
+    A = (A + A.T) / 2
+    U, s, _ = np.linalg.svd(A)  # the SVD route of the reference code
+    P = U * np.sqrt(s)
+    P /= np.linalg.norm(P, axis=1, keepdims=True)
+    np.testing.assert_allclose(lrr_affinity(A), (P @ P.T) ** 4, atol=1e-10)
+    assert np.all(linalg.eigvalsh(lrr_affinity(A)) >= -1e-10)  # Schur product of PSD matrices
+
+
+@pytest.mark.parametrize("name", ["rsec-h", "rsec-z"])
+def test_identical_members_recover_the_blocks(name):  # R1
+    y = planted_partition(60, 4)
+    members = np.column_stack([y] * 5)
+    assert same_partition(get_method(name).fit_predict(members, 4, random_state=0), y)
+
+
+def test_residuals_reach_the_tolerance_on_a_noisy_block_problem():  # R3
+    members, y = planted_ensemble(n=100, c=4, m=10, noise_fraction=0.0, flip=0.05, random_state=2)
+    fit = get_method("rsec-h").fit(members, 4, random_state=0)
+    d = fit.diagnostics_
+    assert d["converged"] and d["n_iter"] <= 500 and d["residual"][-1] < 1e-7
+    assert max(d["residual"][-5:]) < max(d["residual"][:5])
+    assert same_partition(fit.labels_, y)
+
+
+def test_options_mu_norm_and_float32():
+    members, y = planted_ensemble(n=90, c=3, m=20, random_state=0)
+    one = get_method("rsec-h", mu_norm="one").fit(members, 3, random_state=0)
+    spec = get_method("rsec-h").fit(members, 3, random_state=0)
+    assert one.diagnostics_["mu0"] < spec.diagnostics_["mu0"]  # |S|_1 >= |S|_2 for symmetric S
+    assert same_partition(one.labels_, y)
+    f32 = get_method("rsec-z", dtype="float32").fit(members, 3, random_state=0)
+    assert f32.diagnostics_["converged"]
+    assert same_partition(f32.labels_, y)
+
+
+@pytest.mark.parametrize("name", ["rsec-h", "rsec-z"])
+def test_rsec_properties_and_determinism(name):
+    check_method_properties(name)
+    members, _ = planted_ensemble(n=60, c=3, m=10, random_state=5)
+    a = get_method(name).fit_predict(members, 3, random_state=3)
+    b = get_method(name).fit_predict(members, 3, random_state=3)
+    assert np.array_equal(a, b)
