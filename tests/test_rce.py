@@ -94,3 +94,11 @@ def test_rce_properties_and_determinism():
     a = get_method("rce", lambda2=10.0).fit_predict(members, 3, random_state=3)
     b = get_method("rce", lambda2=10.0).fit_predict(members, 3, random_state=3)
     assert np.array_equal(a, b)
+
+
+def test_float32_products_give_the_same_partition():
+    members, y = planted_ensemble(n=90, c=3, m=20, random_state=1)
+    a = get_method("rce", lambda2=10.0).fit(members, 3, random_state=0)
+    b = get_method("rce", lambda2=10.0, matmul_dtype="float32").fit(members, 3, random_state=0)
+    assert np.abs(a.consensus_matrix_ - b.consensus_matrix_).max() < 1e-4
+    assert same_partition(a.labels_, b.labels_) and same_partition(a.labels_, y)

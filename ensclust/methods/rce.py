@@ -87,12 +87,13 @@ def _log_odds(p):
     return np.log(np.maximum((1.0 - p) / np.maximum(p, _EPS), _EPS))
 
 
-def astar_step(A, counts, e1, e0, m, Sinv, lam_rank, lam_sym, n_inner):
+def astar_step(A, counts, e1, e0, m, Sinv, lam_rank, lam_sym, n_inner, matmul_dtype=np.float64):
     """``computeA_star.m``: ``n_inner`` multiplicative updates of A* with the errors fixed.
 
     ``counts`` = number of members that put (j, k) together; ``e1`` / ``e0`` = the error where the member's
     connectivity is 1 / 0. Entries of A* equal to exactly 0 or 1 are fixed points of the update (kept as the
-    code does); values above 1 are clipped to 1.
+    code does); values above 1 are clipped to 1. ``matmul_dtype`` = precision of the two n x n products with
+    the reweighting matrix (the O(n^3) part); everything else stays float64.
     """
     C = counts * _log_odds(1.0 - e1) + (m - counts) * _log_odds(-e0)
     C_pos = np.maximum(C, 0.0)
@@ -104,8 +105,8 @@ def astar_step(A, counts, e1, e0, m, Sinv, lam_rank, lam_sym, n_inner):
         Sm = lam_rank * Sinv if Sinv is not None else np.zeros_like(A)
         if lam_sym:
             Sm[np.diag_indices_from(Sm)] += 2.0 * lam_sym
-        Sm_pos = np.maximum(Sm, 0.0)
-        Sm_neg = np.maximum(-Sm, 0.0)
+        Sm_pos = np.maximum(Sm, 0.0).astype(matmul_dtype, copy=False)
+        Sm_neg = np.maximum(-Sm, 0.0).astype(matmul_dtype, copy=False)
         del Sm
     for _ in range(n_inner):
         t1 = 1.0 / np.maximum(A, _EPS)
@@ -113,8 +114,10 @@ def astar_step(A, counts, e1, e0, m, Sinv, lam_rank, lam_sym, n_inner):
         P = 2.0 * m * t1 + 2.0 * m * t2 + C_pos * t1
         R = C_neg * A
         if Sm_pos is not None:
-            P += 2.0 * (Sm_pos @ A) * t1
-            R += 2.0 * (Sm_neg @ A) * A
+            A_mm = A.astype(matmul_dtype, copy=False)
+            P += 2.0 * (Sm_pos @ A_mm) * t1
+            R += 2.0 * (Sm_neg @ A_mm) * A
+            del A_mm
         if lam_sym:
             R += 4.0 * lam_sym * (A * A.T)
         Q = m * np.log(np.maximum(A * t2, _EPS)) - 2.0 * m * t2
@@ -186,6 +189,9 @@ class RCE(ConsensusMethod):
                          source="authors' code CE.m (20)"),
         "n_inner": Param(20, type="int", low=1, doc="multiplicative A*-updates per outer iteration",
                          source="authors' code computeA_star.m (20)"),
+        "matmul_dtype": Param("float64", type="str", choices=("float64", "float32"),
+                              doc="precision of the O(n^3) products S^-1 A* in the A*-step (float32 ~2x faster)",
+                              source="ensclust choice; the reference runs in double precision"),
     }
 
     def _fit(self, members, n_clusters, X, rng):
@@ -201,7 +207,8 @@ class RCE(ConsensusMethod):
             At = A.T
             e1 = error_step(A, At, 1.0, lam1)
             e0 = error_step(A, At, 0.0, lam1)
-            A = astar_step(A, counts, e1, e0, m, Sinv if lam2 > 0 else None, lam2, lam3, self.n_inner)
+            A = astar_step(A, counts, e1, e0, m, Sinv if lam2 > 0 else None, lam2, lam3, self.n_inner,
+                           np.float32 if self.matmul_dtype == "float32" else np.float64)
             Sinv, nuclear = reweighting(A, self.mu)
             objective.append(model_objective(A, counts, e1, e0, m, lam1, lam2, lam3, nuclear))
         A = (A + A.T) / 2.0
