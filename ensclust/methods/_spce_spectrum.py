@@ -15,6 +15,7 @@ kept in a structured form (:class:`Embedding`): indicator part + a few extra eig
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,6 +26,8 @@ from scipy.sparse.linalg import lobpcg
 
 from ensclust.errors import UserError
 
+#: Counters of the iterative eigensolver (read and reset by the SPCE fit for its diagnostics).
+STATS = {"lobpcg_calls": 0, "lobpcg_warnings": 0}
 DENSE_OPERATOR_FILL = 0.3  # blocks filled above this fraction are handed to LOBPCG as dense arrays
 
 
@@ -125,7 +128,12 @@ def _component_eigenpairs(S_sym, idx, q, warm, rng_seed, dense_limit, tol, maxit
     if L.nnz > DENSE_OPERATOR_FILL * s * s:
         # A nearly full block multiplies faster as a dense BLAS matrix than as CSR (8 vs 12+ bytes/entry).
         L = L.toarray()
-    vals, vecs = lobpcg(L, X0, M=precond, Y=constant, tol=tol, maxiter=maxiter, largest=False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        vals, vecs = lobpcg(L, X0, M=precond, Y=constant, tol=tol, maxiter=maxiter, largest=False)
+    if caught:  # LOBPCG warns when it stops above the tolerance; counted in the diagnostics instead
+        STATS["lobpcg_warnings"] += 1
+    STATS["lobpcg_calls"] += 1
     order = np.argsort(vals, kind="stable")
     return vals[order], vecs[:, order]
 

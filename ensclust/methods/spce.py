@@ -32,7 +32,7 @@ from threadpoolctl import threadpool_limits
 from ensclust.core.labels import cluster_counts, one_hot
 from ensclust.core.spectral import kmeans_labels, spectral_clustering
 from ensclust.errors import UserError
-from ensclust.methods import register
+from ensclust.methods import _spce_spectrum, register
 from ensclust.methods._spce_pairs import PairTable, build_pair_table
 from ensclust.methods._spce_spectrum import Embedding, smallest_eigenpairs
 from ensclust.methods.base import ConsensusMethod, Param
@@ -180,6 +180,7 @@ class _SPCEBase(ConsensusMethod):
         return self._run(members, n_clusters, rng)
 
     def _run(self, members, n_clusters, rng):
+        _spce_spectrum.STATS.update(lobpcg_calls=0, lobpcg_warnings=0)
         n, m = members.shape
         c = n_clusters
         stages = _parse_list(self.schedule, float, "schedule")
@@ -270,6 +271,8 @@ class _SPCEBase(ConsensusMethod):
             "n_components": k, "rank_target_reached": bool(k == c), "converged": bool(diag["exit_test_passed"][-1]),
             "n_iter": int(sum(diag["inner_iterations"])), "alpha": alpha.tolist(), "rho_final": rho,
             "fallback_needed": bool(k != c), "fallback_applied": False,
+            "lobpcg_calls": _spce_spectrum.STATS["lobpcg_calls"],
+            "lobpcg_not_converged": _spce_spectrum.STATS["lobpcg_warnings"],
         })
         if k != c and self.fallback != "none":
             labels = self._fallback_labels(S_upper, Y, c, n, rng)
