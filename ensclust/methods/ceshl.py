@@ -10,13 +10,18 @@ specs/baselines/robust_family.md section 4, restating the authors' MATLAB (``run
    convex, so it is solved exactly here as a bounded least-squares problem (Cholesky factor + BVLS).
 3. Structured hypergraph learning: the incidence H in [0, 1]^{n x K} is refined by L-BFGS-B (20 iterations
    per outer step, memory 5, pgtol 1e-3, factr 1e7: Becker's ``lbfgsb`` defaults used by the code) on
-   f(H) = sum_e w_e^2 ||h_e - h0_e||^2 - rho tr(Y^T Dv^-1/2 H W De^-1 H^T Dv^-1/2 Y), Dv = diag(H w) from the
-   current H, De (hyperedge sizes 1^T H) and Y (c smallest eigenvectors of the unnormalised hypergraph
-   Laplacian Dv - H W De^-1 H^T) fixed during the inner solve and recomputed after it. rho is doubled while the
+   f(H) = sum_e w_e^2 ||h_e - h0_e||^2 - rho tr(Y^T Dv^-1/2 H W De^-1 H^T Dv^-1/2 Y), Dv = diag(H w) and
+   De = diag(1^T H) from the current H; Y (c smallest eigenvectors of the unnormalised hypergraph Laplacian
+   Dv - H W De^-1 H^T) is fixed during the inner solve and recomputed after it. rho is doubled while the
    Laplacian has fewer than c zero eigenvalues and halved (restoring the previous Y) while it has more
    (TRCE's rank control).
 4. Labels = connected components of S = H W De^-1 H^T, computed on the bipartite object-hyperedge graph of the
    hyperedges with w_e > 0 (same components, no n x n matrix). The count can differ from c.
+
+Interpretation (the spec leaves it open): De is a function of H inside f, like Dv. Then the trace term is
+invariant to scaling H and bounded by c (it is c minus the normalised-Laplacian energy of Y). With De frozen at
+the previous H, the trace term grows linearly with H, the L-BFGS-B step fills H with ones and every object ends
+in one component (observed on a 400-object digits ensemble: rho doubled 100 times, 1 component).
 
 Memory: the eigen-step needs the dense n x n Laplacian (float64; 26 MB at n = 1 800, 330 MB at n = 6 400);
 everything else is n x K.
@@ -77,16 +82,19 @@ def hypergraph_laplacian(H: np.ndarray, w: np.ndarray) -> np.ndarray:
     return (L + L.T) / 2.0
 
 
-def structure_objective(H: np.ndarray, H0: np.ndarray, w: np.ndarray, de: np.ndarray, Y: np.ndarray,
+def structure_objective(H: np.ndarray, H0: np.ndarray, w: np.ndarray, Y: np.ndarray,
                         rho: float) -> tuple[float, np.ndarray]:
     """f(H) of the structured hypergraph step and its gradient (re-derivation of ``obj_f2.m``).
 
-    f = sum_e w_e^2 ||h_e - h0_e||^2 - rho T, T = tr(Q^T H diag(beta) H^T Q), Q = Dv^-1/2 Y, dv = H w,
-    beta = w / de. Gradient: 2 (H - H0) diag(w^2) - rho [2 Q (Q^T H) diag(beta) - (r / dv) w^T] with
-    r_i = sum_e beta_e H_ie (Q Q^T H)_ie (the second part is the derivative through Dv).
-    Objects with zero degree get Dv^-1/2 = 0 (they do not enter T).
+    f = sum_e w_e^2 ||h_e - h0_e||^2 - rho T, T = tr(Q^T H diag(beta) H^T Q) = sum_e beta_e ||Q^T h_e||^2 with
+    Q = Dv^-1/2 Y, dv = H w, beta = w / de and de = 1^T H (hyperedge sizes), both degrees taken from the current
+    H. The gradient of T has three parts: the direct one 2 Q (Q^T H) diag(beta), the one through Dv
+    -(r / dv) w^T with r_i = sum_e beta_e H_ie (Q Q^T H)_ie, and the one through de, -1 (w ||Q^T h_e||^2 / de^2)^T.
+    Objects with zero degree get Dv^-1/2 = 0 (they do not enter T); de is guarded by eps as in the code.
     """
-    beta = w / de
+    de = H.sum(axis=0)
+    de_safe = np.maximum(de, EPS)
+    beta = w / de_safe
     dv = H @ w
     pos = dv > 0
     inv_sqrt = np.zeros_like(dv)
@@ -94,13 +102,15 @@ def structure_objective(H: np.ndarray, H0: np.ndarray, w: np.ndarray, de: np.nda
     Q = Y * inv_sqrt[:, None]
     U = Q.T @ H                     # c x K
     QU = Q @ U                      # n x K
-    T = float(np.sum(U * U * beta[None, :]))
+    u2 = np.sum(U * U, axis=0)      # ||Q^T h_e||^2
+    T = float(np.sum(u2 * beta))
     diff = H - H0
     fid = float(np.sum(diff * diff * (w * w)[None, :]))
     r = (H * QU) @ beta
     ratio = np.zeros_like(dv)
     ratio[pos] = r[pos] / dv[pos]
-    grad_T = 2.0 * QU * beta[None, :] - ratio[:, None] * w[None, :]
+    via_de = np.where(de > EPS, w * u2 / de_safe ** 2, 0.0)
+    grad_T = 2.0 * QU * beta[None, :] - ratio[:, None] * w[None, :] - via_de[None, :]
     grad = 2.0 * diff * (w * w)[None, :] - rho * grad_T
     return fid - rho * T, grad
 
@@ -150,10 +160,8 @@ class CESHL(ConsensusMethod):
         n_iter = 0
         for it in range(1, self.max_iter + 1):
             n_iter = it
-            de = np.maximum(H.sum(axis=0), EPS)
-
-            def fun(x, de=de, Y=Y, rho=rho):
-                f, g = structure_objective(x.reshape(shape), H0, w, de, Y, rho)
+            def fun(x, Y=Y, rho=rho):
+                f, g = structure_objective(x.reshape(shape), H0, w, Y, rho)
                 return f, g.ravel()
 
             res = optimize.minimize(fun, H.ravel(), jac=True, method="L-BFGS-B", bounds=bounds, options=options)
