@@ -22,7 +22,14 @@ from ensclust.methods.ceshl import (
     structure_objective,
 )
 from ensclust.methods.drec import dense_representation
-from ensclust.methods.sccbg import _box_minimize, s_step_objective, w_step_objective
+from ensclust.methods.sccbg import (
+    _box_minimize,
+    box_minimize_rows,
+    s_step_lipschitz,
+    s_step_objective,
+    w_step_lipschitz,
+    w_step_objective,
+)
 from ensclust.methods.trce import kl_to_graph, solve_b_rows
 from ensclust.metrics import ari
 from ensclust.testing import check_method_properties, planted_ensemble, same_partition
@@ -278,10 +285,14 @@ def test_sccbg_objectives_match_definitions_and_gradients():
     assert _fd_check(lambda x: s_step_objective(x, W, H0, A, gamma, lam, dist), S) < 1e-6
 
 
-def test_sccbg_s_step_stays_in_box_and_decreases():
+@pytest.mark.parametrize("solver", ["pg", "lbfgsb"])
+def test_sccbg_s_step_stays_in_box_and_decreases(solver):
     H0, A, S, W, dist = _sccbg_problem(seed=10)
-    fun = lambda x: s_step_objective(x, W, H0, A, 0.1, 2.0, dist)  # noqa: E731
-    S_new, res = _box_minimize(fun, S, 300, 1e-10)
+    fun = lambda x, rows=False: s_step_objective(x, W, H0, A, 0.1, 2.0, dist, per_row=rows)  # noqa: E731
+    if solver == "pg":
+        S_new, _, _ = box_minimize_rows(lambda x: fun(x, rows=True), S, s_step_lipschitz(W, A, 0.1), 5000, 1e-9)
+    else:
+        S_new, _ = _box_minimize(fun, S, 300, 1e-10)
     assert S_new.min() >= 0 and S_new.max() <= 1                    # (S1)
     assert fun(S_new)[0] <= fun(S)[0]                               # (S3)
     # convex box QP: the projected gradient vanishes at the solution
@@ -289,9 +300,32 @@ def test_sccbg_s_step_stays_in_box_and_decreases():
     assert np.abs(np.clip(S_new - g, 0, 1) - S_new).max() < 1e-5
 
 
-def test_sccbg_identical_members():
+def test_sccbg_lipschitz_bounds_cover_the_row_hessians():
+    H0, A, S, W, _ = _sccbg_problem(seed=12)
+    gamma = 0.2
+    Ls, Lw = s_step_lipschitz(W, A, gamma), w_step_lipschitz(S, H0, A, gamma)
+    for i in range(0, H0.shape[0], 5):
+        D = (S[i][:, None] - S[i][None, :]) ** 2
+        hess_w = 2 * np.diag((S[i] - H0[i]) ** 2) + 2 * gamma * A * D
+        M = A * np.outer(W[i], W[i])
+        hess_s = 2 * np.diag(W[i] ** 2) + 4 * gamma * (np.diag(M.sum(axis=1)) - M)
+        assert np.abs(np.linalg.eigvalsh(hess_w)).max() <= Lw[i] + 1e-9
+        assert np.linalg.eigvalsh(hess_s).max() <= Ls[i] + 1e-9
+
+
+def test_sccbg_pg_rows_never_increase():
+    H0, A, S, W, _ = _sccbg_problem(seed=13)
+    fun = lambda x: w_step_objective(x, S, H0, A, 0.5, 0.8, per_row=True)  # noqa: E731  (non-convex step)
+    start = np.clip(W, 0, 1)
+    X, _, _ = box_minimize_rows(fun, start, w_step_lipschitz(S, H0, A, 0.5), 200, 1e-9)
+    assert X.min() >= 0 and X.max() <= 1
+    assert np.all(fun(X)[0] <= fun(start)[0] + 1e-12)
+
+
+@pytest.mark.parametrize("solver", ["pg", "lbfgsb"])
+def test_sccbg_identical_members(solver):
     members, y = _identical()
-    meth = get_method("sccbg")
+    meth = get_method("sccbg", qp_solver=solver)
     assert same_partition(meth.fit_predict(members, 3), y)          # (S2)
     assert meth.diagnostics_["converged"] and meth.diagnostics_["n_iter"] == 1
 
