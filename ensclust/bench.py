@@ -35,7 +35,7 @@ from pathlib import Path
 from ensclust.errors import UserError, unknown_name_error
 
 ENTRY_KEYS = ("method", "params", "dataset", "preprocess", "pool", "ensemble_size", "n_clusters", "goal")
-COLUMNS = ["file", "method", "params", "dataset", "n", "M", "time_s", "peak_mb", "fit_delta_mb", "ari", "goal",
+COLUMNS = ["file", "method", "params", "dataset", "n", "M", "time_s", "peak_mb", "fit_delta_mb", "ari", "load_avg", "goal",
            "status", "note"]
 
 
@@ -151,6 +151,8 @@ def run_bench(bench_dir="benchmarks", out_dir="results/bench", *, only=None, qui
     for entry in entries:
         row = {k: entry.get(k) for k in ("file", "method", "dataset", "goal")}
         row["params"] = json.dumps(entry["params"], sort_keys=True)
+        # Other work on the machine inflates wall times: record the 1-minute load average at the start.
+        row["load_avg"] = round(os.getloadavg()[0], 2)
         if row["dataset"] is None:
             row["dataset"] = Path(str(entry["pool"].get("file", ""))).stem
         payload = json.dumps({"entry": entry, "data_dir": data_dir, "cache_dir": cache_dir})
@@ -185,9 +187,10 @@ def bench_markdown(frame) -> str:
     lines = ["# ensclust benchmark", "",
              f"Python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs. time = wall time "
              "of fit_predict; peak MB = the subprocess's peak RSS (ru_maxrss); fit +MB = rise of that peak "
-             "during the fit.", "",
-             "| method | params | dataset | n | M | time s | peak MB | fit +MB | ARI | goal | status |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "during the fit; load = the machine's 1-minute load average when the entry started (above the CPU "
+             "count, other processes were competing and times are inflated accordingly).", "",
+             "| method | params | dataset | n | M | time s | peak MB | fit +MB | ARI | load | goal | status |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
 
     def num(v, fmt):
         try:
@@ -200,7 +203,8 @@ def bench_markdown(frame) -> str:
         status = r["status"] if r["status"] == "ok" else f"{r['status']}: {r['note']}"
         lines.append("| " + " | ".join(str(x).replace("|", "\\|") for x in (
             r["method"], r["params"], r["dataset"], num(r["n"], ".0f"), num(r["M"], ".0f"), num(r["time_s"], ".3f"),
-            num(r["peak_mb"], ".1f"), num(r["fit_delta_mb"], ".1f"), num(r["ari"], ".3f"), r["goal"] or "",
+            num(r["peak_mb"], ".1f"), num(r["fit_delta_mb"], ".1f"), num(r["ari"], ".3f"), num(r["load_avg"], ".1f"),
+            r["goal"] or "",
             status)) + " |")
     return "\n".join(lines) + "\n"
 
