@@ -325,3 +325,25 @@ def test_solve_memo_shared_between_variants(f30):
         np.testing.assert_array_equal(s.consensus_matrix_, s2.consensus_matrix_)
     finally:
         awec.SOLVE_MEMO_LIMIT = old
+
+
+def test_solve_memo_evicts_oldest(f30):
+    from ensclust.methods import awec
+
+    gt, members, *_ = f30
+    awec.clear_solve_memo()
+    old = awec.SOLVE_MEMO_LIMIT
+    awec.SOLVE_MEMO_LIMIT = 2 * 30 * 30 * 8  # room for two Z matrices
+    try:
+        for lam in (0.04, 0.08, 0.1):
+            get_method("awec-h", **{"lambda": lam}).fit(members, 3)
+        assert len(awec._SOLVE_MEMO) == 2 and awec._SOLVE_MEMO_BYTES[0] == 2 * 30 * 30 * 8
+        first = get_method("awec-s", **{"lambda": 0.04})
+        first.fit(members, 3)
+        assert not first.diagnostics_["solve_memo_hit"]
+        last = get_method("awec-s", **{"lambda": 0.1})
+        last.fit(members, 3)
+        assert last.diagnostics_["solve_memo_hit"]
+    finally:
+        awec.SOLVE_MEMO_LIMIT = old
+        awec.clear_solve_memo()

@@ -475,14 +475,23 @@ def _memo_key(members: np.ndarray, n_clusters: int, params: dict) -> str:
     return h.hexdigest()
 
 
-def _memo_store(key: str, out: dict) -> None:
-    """Keep a solve for the other variant (AWEC-H and AWEC-S learn the same Z). Deterministic solver, so a
-    memo hit gives exactly the result of a fresh solve. First-come entries are kept until the byte budget is
-    full (no eviction: the runner runs all AWEC-H cells of a dataset before the AWEC-S ones)."""
-    size = sum(v.nbytes for v in (out["C"], out["Z"]) if isinstance(v, np.ndarray))
-    if SOLVE_MEMO_LIMIT <= 0 or _SOLVE_MEMO_BYTES[0] + size > SOLVE_MEMO_LIMIT:
+def _memo_store(key: str, out: dict, keep: str) -> None:
+    """Keep a solve for the other variant (AWEC-H and AWEC-S learn the same Z). The solver is deterministic,
+    so a memo hit gives exactly the result of a fresh solve. Only the matrix the labels need (``keep`` = "Z",
+    or "C" for the no-topo ablation) is kept; when the byte budget is exceeded the oldest entries go first
+    (the runner runs all AWEC-S cells of a data set, then all AWEC-H cells, so older data sets go first)."""
+    if SOLVE_MEMO_LIMIT <= 0:
         return
-    _SOLVE_MEMO[key] = {k: v for k, v in out.items() if k != "history"}
+    entry = {k: v for k, v in out.items() if k not in ("history", "C", "Z")}
+    entry[keep] = out[keep]
+    size = int(out[keep].nbytes)
+    if size > SOLVE_MEMO_LIMIT:
+        return
+    while _SOLVE_MEMO and _SOLVE_MEMO_BYTES[0] + size > SOLVE_MEMO_LIMIT:
+        oldest = next(iter(_SOLVE_MEMO))
+        old = _SOLVE_MEMO.pop(oldest)
+        _SOLVE_MEMO_BYTES[0] -= sum(int(v.nbytes) for k, v in old.items() if k in ("C", "Z"))
+    _SOLVE_MEMO[key] = entry
     _SOLVE_MEMO_BYTES[0] += size
 
 
@@ -510,7 +519,7 @@ class _AWEC(ConsensusMethod):
             out["memo_hit"] = True
             return out
         out = self._solve_fresh(members, n_clusters, rng)
-        _memo_store(key, out)
+        _memo_store(key, out, "C" if self._params["ablation"] == "no-topo" else "Z")
         return out
 
     def _solve_fresh(self, members, n_clusters, rng):
