@@ -385,6 +385,19 @@ def test_properties(name):
     check_method_properties(name, {"theta": 0.1})
 
 
+def test_default_theta_fragments_planted_ensemble():
+    """Documented exception: at the default theta = 0.5 the shared planted-recovery property does not hold for
+    SPCE / SPCE-fixW. The effective l0 threshold theta / W (spec section 5, last items) prunes the noisy planted
+    pairs and the output has more than c connected components (faithful mode, spec A6); SPCE-W (W = 1) keeps
+    the lower threshold theta and recovers the clusters."""
+    from ensclust.testing import planted_ensemble
+    members, y = planted_ensemble(n=90, c=3, m=20, random_state=0)
+    for name in ("spce", "spce-fixw"):
+        method = get_method(name).fit(members, 3)
+        assert method.diagnostics_["n_components"] > 3 and ari(method.labels_, y) < 0.9
+    assert ari(get_method("spce-w").fit_predict(members, 3), y) >= 0.9
+
+
 @pytest.mark.parametrize("fallback", ["kmeans-y", "spectral-s"])
 def test_fallback_returns_c_clusters(fallback):
     method = get_method("spce", theta=0.5, fallback=fallback)
