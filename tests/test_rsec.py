@@ -141,3 +141,24 @@ def test_rsec_properties_and_determinism(name):
     a = get_method(name).fit_predict(members, 3, random_state=3)
     b = get_method(name).fit_predict(members, 3, random_state=3)
     assert np.array_equal(a, b)
+
+
+@pytest.mark.slow
+def test_ecoli_rsec_h_matches_eccms_table4(data_dir):
+    """EC-CMS Table IV, Ecoli: RSEC-H ARI 0.477 +- 0.110 (authors' pool, 20 runs of 20 members, rng(1) stream).
+
+    The paper's lambdas are unknown. Over the spec's grid our means range from 0.43 (1, 0.1) to 0.58 (0.1, 0.5);
+    at (0.2, 0.1) we measured 0.478. This is a regression check of that number (tolerance 0.03), which is also
+    the paper's value; it does not show which grid point the paper used. About 1-2 minutes on one core.
+    """
+    from ensclust.metrics import ari
+    from ensclust.pools import draw_ensembles, import_pool
+
+    pool = import_pool(data_dir / "pools" / "eccms_ecoli.mat")
+    c = len(np.unique(pool.y))
+    scores = []
+    for r, cols in enumerate(draw_ensembles(100, mode="randperm_stream", size=20, repetitions=20, seed=1)):
+        labels = get_method("rsec-h", lambda1=0.2, lambda2=0.1).fit_predict(pool.members[:, cols], c,
+                                                                             random_state=r)
+        scores.append(ari(pool.y, labels))
+    assert abs(np.mean(scores) - 0.477) < 0.03
