@@ -370,3 +370,16 @@ def test_drec_trce_match_eccms_table4_on_ecoli(data_dir):
     assert abs(mean - 0.679) < 0.01 and abs(std - 0.079) < 0.01, (mean, std)
     mean, std = _ecoli_protocol(data_dir, "trce", {"gamma": 1e-3})
     assert abs(mean - 0.643) < 0.01 and abs(std - 0.128) < 0.01, (mean, std)
+
+
+def test_drec_affinity_equals_svd_route():
+    from ensclust.methods.drec import lrr_affinity
+
+    members, _ = planted_ensemble(n=80, c=3, m=10, random_state=14)
+    Xm = compute_microclusters(members).indicator()
+    Z, _ = dense_representation((Xm @ Xm.T).toarray(), 3.0)
+    U, s, _ = np.linalg.svd(Z)
+    r = int(np.sum(s > 1e-4 * s[0]))
+    P = U[:, :r] * np.sqrt(s[:r])
+    P /= np.linalg.norm(P, axis=1, keepdims=True)
+    np.testing.assert_allclose(lrr_affinity(Z), (P @ P.T) ** 4, atol=1e-8)
