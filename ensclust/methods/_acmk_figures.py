@@ -4,7 +4,7 @@ refinement) and Fig. 4 (ACC / NMI of ACMK-KM and ACMK-SC against lambda).
 Usage (after ``ensclust run configs/paper/acmk_small.yaml``)::
 
     python -m ensclust.methods._acmk_figures fig4 results/acmk_small
-    python -m ensclust.methods._acmk_figures fig2 configs/paper/acmk_small.yaml results/acmk_fig2_refinement
+    python -m ensclust.methods._acmk_figures fig2 results/acmk_fig2_refinement configs/paper/acmk_small.yaml [...]
 
 Fig. 2 re-runs ACMK-KM (lambda = 1, the spec's default; the paper does not say which lambda its Fig. 2
 used) on the first repetition's ensemble of every data set, i.e. exactly the base results the table run
@@ -78,18 +78,18 @@ def figure4(results_dir, out=None) -> Path:
     return out
 
 
-def figure2(config_path, out_dir, lam: float = 1.0) -> Path:
+def figure2(config_paths, out_dir, lam: float = 1.0) -> Path:
     from ensclust.experiment.config import load_config
     from ensclust.experiment.runner import prepare_dataset
     from ensclust.methods import get_method
     from ensclust.metrics import acc
 
     plt = _plt()
-    config = load_config(config_path)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     rows, curves = [], {}
-    for ds in config.datasets:
+    jobs = [(config, ds) for config in map(load_config, config_paths) for ds in config.datasets]
+    for config, ds in jobs:
         ctx = prepare_dataset(config, ds.label)
         members = ctx.members[:, ctx.draws[0]]
         X = ctx.X.toarray() if hasattr(ctx.X, "toarray") else np.asarray(ctx.X)
@@ -145,6 +145,6 @@ if __name__ == "__main__":  # pragma: no cover - command-line entry
     if len(sys.argv) >= 3 and sys.argv[1] == "fig4":
         print(figure4(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else None))
     elif len(sys.argv) >= 4 and sys.argv[1] == "fig2":
-        print(figure2(sys.argv[2], sys.argv[3]))
+        print(figure2(sys.argv[3:], sys.argv[2]))
     else:
         raise SystemExit(__doc__)
