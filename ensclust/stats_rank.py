@@ -147,7 +147,10 @@ def plot_ranks(result: FriedmanResult, path, title: str = "") -> None:
 def scores_from_long(frame: pd.DataFrame, metric: str, *, column: str = "mean", methods=None,
                      datasets=None) -> pd.DataFrame:
     """Pivot a long table (metric, method, dataset, <column>) to data sets x methods for one metric."""
-    sub = frame[frame["metric"].astype(str).str.lower() == metric.lower()]
+    sub = frame[frame["metric"].astype(str).str.lower() == metric.lower()].copy()
+    # empty cells (e.g. "missing" rows of a comparison) must not shadow a value from another file
+    sub[column] = pd.to_numeric(sub[column], errors="coerce")
+    sub = sub.dropna(subset=[column])
     table = sub.pivot_table(index="dataset", columns="method", values=column, aggfunc="first")
     table = table.apply(pd.to_numeric, errors="coerce")
     if methods:
@@ -183,6 +186,7 @@ def main(argv=None) -> int:
     ap.add_argument("--metric", action="append", help="metric(s) to test (default: every metric present)")
     ap.add_argument("--column", default="mean", help="score column (paper CSV: mean; compare output: ours_mean)")
     ap.add_argument("--methods", default=None, help="comma-separated subset/order of methods")
+    ap.add_argument("--datasets", default=None, help="comma-separated subset of data sets")
     ap.add_argument("--missing", default="drop-datasets", choices=("drop-datasets", "drop-methods"))
     ap.add_argument("--alpha", type=float, default=0.05)
     ap.add_argument("--prefix", default="friedman")
@@ -193,8 +197,9 @@ def main(argv=None) -> int:
         frame = frame.rename(columns={args.column: "_score"}).rename(columns={"_score": "mean"})
     metrics = args.metric or sorted(frame["metric"].unique())
     methods = args.methods.split(",") if args.methods else None
+    datasets = args.datasets.split(",") if args.datasets else None
     for metric in metrics:
-        table = scores_from_long(frame, metric, methods=methods)
+        table = scores_from_long(frame, metric, methods=methods, datasets=datasets)
         result = friedman_nemenyi(table, alpha=args.alpha, missing=args.missing)
         stem = f"{args.prefix}_{metric.lower().replace(' ', '_')}"
         paths = write_report(result, args.out, stem, f"{args.title} {metric}".strip())
