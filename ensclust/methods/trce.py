@@ -156,7 +156,7 @@ class TRCE(ConsensusMethod):
         d1 = kl_to_graph(B, Y, members, offsets)
         rho = 1.0 * self.init_rho
         lam = None
-        history = {"rho": [], "n_components": [], "fn1": [], "alpha_entropy": []}
+        history = {"rho": [], "fn1": []}
         converged = False
         n_iter = 0
         no_root_rows = 0
