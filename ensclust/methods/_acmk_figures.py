@@ -4,7 +4,7 @@ refinement) and Fig. 4 (ACC / NMI of ACMK-KM and ACMK-SC against lambda).
 Usage (after ``ensclust run configs/paper/acmk_small.yaml``)::
 
     python -m ensclust.methods._acmk_figures fig4 results/acmk_small
-    python -m ensclust.methods._acmk_figures fig2 results/acmk_fig2_refinement configs/paper/acmk_small.yaml [...]
+    python -m ensclust.methods._acmk_figures fig2 results/acmk_fig2_refinement configs/paper/acmk_small.yaml [...] [--lambda=1]
 
 Fig. 2 re-runs ACMK-KM (lambda = 1, the spec's default; the paper does not say which lambda its Fig. 2
 used) on the first repetition's ensemble of every data set, i.e. exactly the base results the table run
@@ -145,6 +145,8 @@ if __name__ == "__main__":  # pragma: no cover - command-line entry
     if len(sys.argv) >= 3 and sys.argv[1] == "fig4":
         print(figure4(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else None))
     elif len(sys.argv) >= 4 and sys.argv[1] == "fig2":
-        print(figure2(sys.argv[3:], sys.argv[2]))
+        lam_args = [a for a in sys.argv[3:] if a.startswith("--lambda=")]
+        configs = [a for a in sys.argv[3:] if not a.startswith("--lambda=")]
+        print(figure2(configs, sys.argv[2], lam=float(lam_args[-1].split("=", 1)[1]) if lam_args else 1.0))
     else:
         raise SystemExit(__doc__)
