@@ -133,9 +133,7 @@ def _child(entry: dict, data_dir, cache_dir) -> dict:
 
 def run_bench(bench_dir="benchmarks", out_dir="results/bench", *, only=None, quick=False, timeout=1800.0,
               data_dir=None, cache_dir="results/cache/pools", echo=print) -> tuple[list[dict], list[Path]]:
-    import pandas as pd
 
-    from ensclust.experiment.store import atomic_write_text
 
     entries = load_entries(bench_dir)
     if only:
@@ -173,12 +171,27 @@ def run_bench(bench_dir="benchmarks", out_dir="results/bench", *, only=None, qui
         t = row.get("time_s")
         echo(f"{row['method']:<12} {row['dataset']:<14} {row['status']:<8} "
              + (f"{t:8.3f} s  {row.get('peak_mb', math.nan):8.1f} MB" if t is not None else row.get("note", "")))
+        # Rewrite the tables after every entry, so an interrupted benchmark keeps what it measured.
+        paths = _write_tables(rows, out_dir, total=len(entries))
+    if not rows:
+        paths = _write_tables(rows, out_dir, total=0)
+    return rows, paths
+
+
+def _write_tables(rows, out_dir, total: int) -> list[Path]:
+    import pandas as pd
+
+    from ensclust.experiment.store import atomic_write_text
+
     out = Path(out_dir)
     frame = pd.DataFrame(rows, columns=COLUMNS)
     csv_path, md_path = out / "bench.csv", out / "bench.md"
     atomic_write_text(csv_path, frame.to_csv(index=False, lineterminator="\n"))
-    atomic_write_text(md_path, bench_markdown(frame))
-    return rows, [csv_path, md_path]
+    text = bench_markdown(frame)
+    if len(rows) < total:
+        text += f"\nPartial run: {len(rows)} of {total} entries measured (the run was interrupted).\n"
+    atomic_write_text(md_path, text)
+    return [csv_path, md_path]
 
 
 def bench_markdown(frame) -> str:
