@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ensclust.experiment.store import atomic_write_text
 from ensclust.methods import get_method
 from ensclust.metrics import member_scores, nmi
 from ensclust.rng import derive_seed
@@ -53,12 +54,6 @@ def run(out_dir, *, n_extra=range(0, 11), kinds=("normal", "anomalous", "extreme
     return records
 
 
-def _atomic_write_text(path: Path, text: str) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
-
-
 def _markdown(table: pd.DataFrame) -> str:
     flat = table.reset_index()
     head = "| " + " | ".join(map(str, flat.columns)) + " |"
@@ -68,10 +63,10 @@ def _markdown(table: pd.DataFrame) -> str:
 
 
 def _write(records: pd.DataFrame, out_dir: Path, settings: dict) -> None:
-    _atomic_write_text(out_dir / "cells.csv", records.to_csv(index=False))
+    atomic_write_text(out_dir / "cells.csv", records.to_csv(index=False))
     table = records.groupby(["kind", "n_extra", "method"])["nmi"].mean().unstack("method").round(4)
-    _atomic_write_text(out_dir / "table.csv", table.to_csv())
-    _atomic_write_text(out_dir / "table.md", "# RCEC Fig. 3 (synthetic), mean NMI over repetitions\n\n"
+    atomic_write_text(out_dir / "table.csv", table.to_csv())
+    atomic_write_text(out_dir / "table.md", "# RCEC Fig. 3 (synthetic), mean NMI over repetitions\n\n"
                        f"settings: `{json.dumps(settings)}`\n\n" + _markdown(table) + "\n")
     import matplotlib
 
