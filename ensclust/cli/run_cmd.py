@@ -57,6 +57,23 @@ def check_execution(jobs, executor, scheduler):
         raise UserError("--scheduler needs --executor dask")
 
 
+def _terminate_like_ctrl_c() -> None:
+    """Treat SIGTERM (``kill``, a scheduler's time limit) like Ctrl-C.
+
+    The runner then writes cells.csv and the tables of every finished cell before it exits. Background runs
+    started with ``&`` ignore SIGINT, so without this a killed run left only its per-cell JSON files.
+    """
+    import signal
+
+    def _raise(signum, frame):
+        raise KeyboardInterrupt
+
+    try:
+        signal.signal(signal.SIGTERM, _raise)
+    except ValueError:  # not in the main thread (e.g. called from a test's worker thread)
+        pass
+
+
 @click.command("run")
 @click.argument("config", type=click.Path(dir_okay=False))
 @execution_options
@@ -101,6 +118,7 @@ def run_command(config, jobs, executor, scheduler, force, retry_failed, quiet, r
             return ((not only_datasets or cell["dataset"] in only_datasets)
                     and (not only_methods or cell["method"] in only_methods))
 
+    _terminate_like_ctrl_c()
     root = run_experiment(cfg, results_root=results_root, jobs=jobs, executor=executor, scheduler=scheduler,
                           force=force, retry_failed=retry_failed, quiet=quiet, data_dir=data_dir,
                           cell_filter=cell_filter, dry_run=click.echo if dry_run else False)
