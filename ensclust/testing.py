@@ -127,3 +127,23 @@ def shared_data_dir() -> Path | None:
         if path.is_dir() and (path / "MANIFEST.csv").exists():
             return path
     return None
+
+
+#: Fixture F30 of specs/awec.md 8.1 and specs/eccms.md 8.1: ground truth and ten base clusterings (1-based
+#: digit strings, one string per base clustering, n = 30, c = 3).
+F30_TRUTH_STRING = "111111111122222222223333333333"
+F30_MEMBER_STRINGS = (
+    "111111121122222222212222212222", "111111111122222222223333333333", "131111142122222222222334344444",
+    "412114444412212555253233233433", "111111211111212122212222222222", "131211113122233222221333333333",
+    "111113444442222322223332333331", "111111121122225441443333535555", "111111111122222222222222112222",
+    "111311111122222222223331313333",
+)
+
+
+def f30_fixture() -> tuple[np.ndarray, np.ndarray]:
+    """``(members, truth)`` of the F30 fixture: members n x 10 relabelled 0-based, truth 0..2."""
+    from ensclust.core.labels import check_members
+
+    members = check_members(np.array([[int(ch) for ch in row] for row in F30_MEMBER_STRINGS]).T)
+    truth = np.array([int(ch) for ch in F30_TRUTH_STRING]) - 1
+    return members, truth

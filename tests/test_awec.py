@@ -7,7 +7,6 @@ import pytest
 
 from ensclust.core.coassoc import coassociation
 from ensclust.core.hierarchy import hac_labels
-from ensclust.core.labels import check_members
 from ensclust.methods import get_method
 from ensclust.methods.awec import (
     AWECNumericalError,
@@ -21,19 +20,7 @@ from ensclust.methods.awec import (
     update_Z,
 )
 from ensclust.metrics import ari, fscore, nmi
-from ensclust.testing import check_method_properties, same_partition
-
-F30 = """111111111122222222223333333333
-111111121122222222212222212222
-111111111122222222223333333333
-131111142122222222222334344444
-412114444412212555253233233433
-111111211111212122212222222222
-131211113122233222221333333333
-111113444442222322223332333331
-111111121122225441443333535555
-111111111122222222222222112222
-111311111122222222223331313333""".split()
+from ensclust.testing import check_method_properties, f30_fixture, same_partition
 
 
 def _digits(rows):
@@ -42,8 +29,8 @@ def _digits(rows):
 
 @pytest.fixture(scope="module")
 def f30():
-    gt = _digits(F30[:1]).ravel()
-    members = check_members(_digits(F30[1:]).T)
+    members, truth = f30_fixture()
+    gt = truth + 1
     A = coassociation(members, dtype=np.float64)
     khn, info = knn_weights(A, 3, 0.5)
     G = connection_matrices(khn, 3)

@@ -13,20 +13,15 @@ from ensclust.methods import get_method
 from ensclust.methods._eccms_solver import high_confidence_matrix, laplacian_blocks, objective, solve
 from ensclust.methods.eccms import condensed_from_asymmetric
 from ensclust.metrics import ari, fscore, nmi
-from ensclust.testing import check_method_properties, planted_ensemble
+from ensclust.testing import check_method_properties, f30_fixture, planted_ensemble
 
 # spec 8.1 / awec.md 8.1: fixture F30 (n = 30, c = 3, M = 10)
-F30_GT = "111111111122222222223333333333"
-F30_ROWS = """111111121122222222212222212222 111111111122222222223333333333 131111142122222222222334344444
-412114444412212555253233233433 111111211111212122212222222222 131211113122233222221333333333
-111113444442222322223332333331 111111121122225441443333535555 111111111122222222222222112222
-111311111122222222223331313333""".split()
 
 
 @pytest.fixture(scope="module")
 def f30():
-    members = check_members(np.array([[int(ch) for ch in row] for row in F30_ROWS]).T)
-    gt = np.array([int(ch) for ch in F30_GT])
+    members, truth = f30_fixture()
+    gt = truth + 1
     return members, gt
 
 

@@ -6,22 +6,13 @@ import pytest
 from ensclust.core.coassoc import coassociation
 from ensclust.core.labels import check_members, one_hot
 from ensclust.core.lwca import cluster_uncertainty, eci, lwca_condensed_distance, lwca_matrix
+from ensclust.testing import f30_fixture
 
-F30_ROWS = """111111121122222222212222212222
-111111111122222222223333333333
-131111142122222222222334344444
-412114444412212555253233233433
-111111211111212122212222222222
-131211113122233222221333333333
-111113444442222322223332333331
-111111121122225441443333535555
-111111111122222222222222112222
-111311111122222222223331313333""".split()
-F30_GT = np.array([int(c) for c in "111111111122222222223333333333"])
+F30_GT = f30_fixture()[1] + 1
 
 
 def f30_members():
-    return check_members(np.array([[int(c) for c in r] for r in F30_ROWS]).T)
+    return f30_fixture()[0]
 
 
 def test_lwca_f30_numbers():
