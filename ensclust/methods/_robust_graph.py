@@ -80,6 +80,22 @@ def rank_decision(eigvals: np.ndarray, n_clusters: int) -> str:
     return "stop"
 
 
+def rank_control(eigvals: np.ndarray, n_clusters: int, rho: float, history: dict) -> tuple[str, float]:
+    """One rank-control step of TRCE / CESHL: log rho and fn1, then double or halve rho (:func:`rank_decision`).
+
+    Returns ``(decision, new_rho)``; on ``"decrease"`` the caller restores its previous embedding, on ``"stop"``
+    it may finish.
+    """
+    decision = rank_decision(eigvals, n_clusters)
+    history["rho"].append(rho)
+    history["fn1"].append(float(np.sum(eigvals[:n_clusters])))
+    if decision == "increase":
+        rho *= 2.0
+    elif decision == "decrease":
+        rho /= 2.0
+    return decision, rho
+
+
 def squared_distances(A: np.ndarray, B: np.ndarray | None = None) -> np.ndarray:
     """Squared Euclidean distances between the rows of A and the rows of B (clipped at 0)."""
     same = B is None

@@ -35,7 +35,7 @@ from scipy.linalg import cholesky, solve_triangular
 
 from ensclust.core.labels import one_hot
 from ensclust.methods import register
-from ensclust.methods._robust_graph import bipartite_component_labels, laplacian_smallest, rank_decision
+from ensclust.methods._robust_graph import bipartite_component_labels, laplacian_smallest, rank_control
 from ensclust.methods.base import ConsensusMethod, Param
 
 EPS = np.finfo(np.float64).eps
@@ -170,15 +170,10 @@ class CESHL(ConsensusMethod):
             Y_old = Y
             vals, Y = laplacian_smallest(hypergraph_laplacian(H, w), c + 1)
             Y = Y[:, :c]
-            decision = rank_decision(vals, c)
-            history["rho"].append(rho)
-            history["fn1"].append(float(np.sum(vals[:c])))
-            if decision == "increase":
-                rho *= 2.0
-            elif decision == "decrease":
-                rho /= 2.0
+            decision, rho = rank_control(vals, c, rho, history)
+            if decision == "decrease":
                 Y = Y_old
-            elif it > 1:
+            elif decision == "stop" and it > 1:
                 converged = True
                 break
         labels = bipartite_component_labels(H[:, w > 0])

@@ -34,7 +34,7 @@ from ensclust.methods._robust_graph import (
     component_labels,
     laplacian,
     laplacian_smallest,
-    rank_decision,
+    rank_control,
     squared_distances,
 )
 from ensclust.methods.base import ConsensusMethod, Param
@@ -198,15 +198,10 @@ class TRCE(ConsensusMethod):
             alpha = score / score.sum() if score.sum() > 0 else np.full(m, 1.0 / m)
             alpha = np.maximum(alpha, EPS)
             # i. rank control
-            decision = rank_decision(vals, c)
-            history["rho"].append(rho)
-            history["fn1"].append(float(np.sum(vals[:c])))
-            if decision == "increase":
-                rho *= 2.0
-            elif decision == "decrease":
-                rho /= 2.0
+            decision, rho = rank_control(vals, c, rho, history)
+            if decision == "decrease":
                 F = F_old
-            elif ii > 1:
+            elif decision == "stop" and ii > 1:
                 converged = True
                 break
         labels = component_labels(S)
