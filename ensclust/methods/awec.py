@@ -557,6 +557,18 @@ class _AWEC(ConsensusMethod):
             **out.get("info", {}),
         }
 
+    def _learned_matrix(self, members, n_clusters, rng) -> np.ndarray:
+        """Solve, record the diagnostics and return the dense float64 matrix the labels are read from.
+
+        That is the learned topology Z, or C for the "w/o Topo" ablation, which has no Z (spec A23).
+        """
+        out = self._solve(members, n_clusters, rng)
+        self._record(out)
+        S = out["C"] if self._params["ablation"] == "no-topo" else out["Z"]
+        if sparse.issparse(S):
+            S = S.toarray()
+        return np.asarray(S, dtype=np.float64)
+
 
 @register
 class AWECH(_AWEC):
@@ -566,13 +578,7 @@ class AWECH(_AWEC):
     summary = "adaptive high-order topological weights (AAAI 2024), average link on the learned topology Z"
 
     def _fit(self, members, n_clusters, X, rng):
-        out = self._solve(members, n_clusters, rng)
-        self._record(out)
-        # w/o Topo has no Z: cluster C with average link (spec A23).
-        S = out["C"] if self._params["ablation"] == "no-topo" else out["Z"]
-        if sparse.issparse(S):
-            S = S.toarray()
-        S = np.asarray(S, dtype=np.float64)
+        S = self._learned_matrix(members, n_clusters, rng)
         S = (S + S.T) / 2.0
         self.consensus_matrix_ = S
         return hac_labels(S, n_clusters, linkage="average")
@@ -596,12 +602,7 @@ class AWECS(_AWEC):
     def _fit(self, members, n_clusters, X, rng):
         from sklearn.cluster import KMeans
 
-        out = self._solve(members, n_clusters, rng)
-        self._record(out)
-        S = out["C"] if self._params["ablation"] == "no-topo" else out["Z"]
-        if sparse.issparse(S):
-            S = S.toarray()
-        S = np.asarray(S, dtype=np.float64)
+        S = self._learned_matrix(members, n_clusters, rng)
         self.consensus_matrix_ = S
         V = awec_s_embedding(S, n_clusters, rank_cut=self._params["rank_cut"], power=self._params["power"])
         self.diagnostics_["kmeans"] = "sklearn KMeans, k-means++ seeding, max_iter=100"
