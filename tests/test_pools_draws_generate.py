@@ -184,3 +184,25 @@ def test_feature_subset_block_shares_one_subset_per_block():
     # the plan of a member does not depend on which members are generated
     again = member_plan(spec, n=50, d=20, c=3, seed=4, indices=[4])
     assert tuple(again[0]["features"]) == subsets[4]
+
+
+def test_subset_normalize_rescales_the_subset_rows():
+    from scipy import sparse
+    from sklearn.preprocessing import normalize
+
+    from ensclust.pools.generate import _kmeans
+
+    rng = np.random.default_rng(1)
+    X = sparse.csr_matrix(np.abs(rng.normal(size=(60, 30))) * (rng.random((60, 30)) < 0.3))
+    spec = {"k": "c", "size": 4, "feature_ratio": 0.5, "subset_normalize": "l2"}
+    members, _, _ = generate_members(X, spec, n_clusters=3, seed=0)
+    p = member_plan(normalize_spec(spec), 60, 30, 3, 0, range(4))[1]
+    by_hand = _kmeans(normalize(X[:, p["features"]]), p["k"], p["seed"], "k-means++", 100)
+    assert ari(by_hand, members[:, 1]) == 1.0
+    plain, _, _ = generate_members(X, {**spec, "subset_normalize": "none"}, n_clusters=3, seed=0)
+    assert not np.array_equal(plain, members)
+    # 'none' is the default and leaves the normalised spec (hence existing cache keys) unchanged
+    assert normalize_spec({**spec, "subset_normalize": "none"}) == normalize_spec({k: v for k, v in spec.items()
+                                                                                    if k != "subset_normalize"})
+    with pytest.raises(UserError, match="subset_normalize 'l1'"):
+        normalize_spec({**spec, "subset_normalize": "l1"})

@@ -29,7 +29,7 @@ def parse_formats(text: str | None):
 
 
 def execution_options(func):
-    """--jobs / --executor / --scheduler / --force / --retry-failed / --quiet / --results / --data-dir."""
+    """--jobs / --executor / --scheduler / --force / --retry-failed / --quiet / --results / --data-dir / --memory."""
     options = [
         click.option("--jobs", "-j", type=int, default=1, show_default=True,
                      help="cells run in parallel (joblib loky processes; Dask workers for a local Dask cluster)"),
@@ -44,6 +44,9 @@ def execution_options(func):
                      help="results root; the experiment goes to DIR/<name>/"),
         click.option("--data-dir", default=None, metavar="DIR",
                      help="datasets folder (default: $ENSCLUST_DATA, then ./datasets)"),
+        click.option("--memory", type=click.Choice(("rss", "tracemalloc", "off")), default=None,
+                     help="per-fit peak memory: rss (default on Linux; free), tracemalloc (Python/NumPy "
+                          "allocations; slows allocation-heavy fits) or off"),
     ]
     for option in reversed(options):
         func = option(func)
@@ -82,7 +85,7 @@ def _terminate_like_ctrl_c() -> None:
 @click.option("--method", "only_methods", multiple=True, metavar="LABEL",
               help="compute only this method row (label as in the config; repeatable)")
 @click.option("--dry-run", is_flag=True, help="only print how many cells would run")
-def run_command(config, jobs, executor, scheduler, force, retry_failed, quiet, results_root, data_dir,
+def run_command(config, jobs, executor, scheduler, force, retry_failed, quiet, results_root, data_dir, memory,
                 only_datasets, only_methods, dry_run):
     """Run an experiment described in a YAML CONFIG and write its tables.
 
@@ -121,7 +124,7 @@ def run_command(config, jobs, executor, scheduler, force, retry_failed, quiet, r
     _terminate_like_ctrl_c()
     root = run_experiment(cfg, results_root=results_root, jobs=jobs, executor=executor, scheduler=scheduler,
                           force=force, retry_failed=retry_failed, quiet=quiet, data_dir=data_dir,
-                          cell_filter=cell_filter, dry_run=click.echo if dry_run else False)
+                          cell_filter=cell_filter, dry_run=click.echo if dry_run else False, memory=memory)
     if not dry_run:
         _print_summary(root, quiet)
 

@@ -26,7 +26,7 @@ from ensclust.errors import UserError
 @click.option("--name", default=None, help="experiment name (default sweep_<method>_<param>)")
 @execution_options
 def sweep_command(method, param, fixed, datasets, base_config, repetitions, ensemble_size, pool_size, metrics,
-                  seed, name, jobs, executor, scheduler, force, retry_failed, quiet, results_root, data_dir):
+                  seed, name, jobs, executor, scheduler, force, retry_failed, quiet, results_root, data_dir, memory):
     """Sweep one parameter of a method and plot metric vs parameter.
 
     Runs through the same runner and store as 'ensclust run' (resumable), in
@@ -53,7 +53,7 @@ def sweep_command(method, param, fixed, datasets, base_config, repetitions, ense
                              base_config=base_config, name=name)
     root = run_experiment(cfg, results_root=results_root, jobs=jobs, executor=executor, scheduler=scheduler,
                           force=force, retry_failed=retry_failed, quiet=True, data_dir=data_dir,
-                          write_reports=True)
+                          write_reports=True, memory=memory)
     paths = write_sweep_outputs(root, cfg)
     if not quiet:
         import pandas as pd

@@ -263,9 +263,11 @@ def timing_summary(config: ExperimentConfig, cells_frame: pd.DataFrame, timing: 
 def timing_markdown(config: ExperimentConfig, summary: pd.DataFrame) -> str:
     datasets = [d.label for d in config.datasets]
     lines = [f"# {config.name}: wall time of the fit (s, mean over repetitions) and peak memory (MB)", "",
-             "Time is the wall-clock time of fit_predict; memory is the tracemalloc peak of Python and NumPy "
-             "allocations during the fit (largest over the repetitions). Measured on a shared machine: "
-             "compare rows of the same run only.", "",
+             "Time is the wall-clock time of fit_predict; memory is the peak of the fit, largest over the "
+             "repetitions, as each cell's mem_method in cells.csv says: rss-peak-increase = rise of the process's "
+             "peak resident set during the fit (all allocations, C libraries included); tracemalloc-peak = "
+             "Python and NumPy allocations only. Measured on a shared machine: compare rows of the same run only.",
+             "",
              "| Method | " + " | ".join(_md_escape(d) for d in datasets) + " |", "|---|" + "---|" * len(datasets)]
     for method in dict.fromkeys(summary["method"]):
         cols = []
