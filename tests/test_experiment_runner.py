@@ -306,3 +306,19 @@ def test_missing_data_skips_dataset_but_runs_the_others(tmp_path, cache, capsys)
     only_missing.name = "m2"
     with pytest.raises(UserError, match="no dataset could be prepared"):
         run_experiment(only_missing, results_root=tmp_path, cache_dir=cache, quiet=True, data_dir=str(tmp_path))
+
+
+def test_method_level_repetitions_runs_the_first_r_and_says_so(tmp_path, cache):
+    text = CONFIG.format(name="few", method="eac-al") + ""
+    text = text.replace("    label: EAC\n", "    label: EAC\n  - {name: eac-sl, label: 'EAC-SL (2 runs)', repetitions: 2}\n")
+    cfg = load_config_text(text, "few.yaml")
+    cells = plan_cells(cfg)
+    assert sorted(c["rep"] for c in cells if c["method"] == "EAC-SL (2 runs)" and c["dataset"] == "Iris") == [0, 1]
+    root = run(cfg, tmp_path, cache)
+    table = pd.read_csv(root / "table_ari.csv")
+    assert "Rows run on fewer repetitions - EAC-SL (2 runs): first 2." in table["caption"].iloc[0]
+    bad = text.replace("repetitions: 2}", "repetitions: 0}")
+    from ensclust.errors import UserError
+
+    with pytest.raises(UserError, match="repetitions.*must be >= 1"):
+        load_config_text(bad, "bad.yaml")

@@ -11,7 +11,10 @@ added here (all with defaults, so paper configs need not set them):
   ``paper_dataset`` / ``paper_param`` (the paper CSV's dataset name and ``param`` value this column is
   compared with, when one paper dataset appears as several columns, e.g. RCEC's feature ratios).
 * method: ``paper_method`` (row name in the paper CSV when it differs from ``label``), ``paper_param``
-  (which paper row to match when the paper prints several rows of that method, e.g. fixed vs tuned).
+  (which paper row to match when the paper prints several rows of that method, e.g. fixed vs tuned),
+  ``repetitions`` (run only the first r repetitions of this row, for a baseline too slow for all of them;
+  its table cells then average r runs, the paired t-test uses the repetitions both rows have, and the
+  tables' caption says which rows ran fewer - put it in the label too, e.g. ``ECMC (3 runs)``).
 * tuning ``each``: every grid point becomes its own table row, labelled ``Label [a=0.1, b=2]``.
 """
 
@@ -46,7 +49,7 @@ from ensclust.pools.generate import SPEC_KEYS as _POOL_SPEC_KEYS  # noqa: E402
 
 POOL_KEYS = tuple(sorted(_POOL_SPEC_KEYS))
 ENSEMBLE_KEYS = ("mode", "size", "repetitions", "seed")
-METHOD_KEYS = ("name", "label", "params", "grid", "tuning", "scope", "paper_method", "paper_param")
+METHOD_KEYS = ("name", "label", "params", "grid", "tuning", "scope", "paper_method", "paper_param", "repetitions")
 
 DEFAULT_POOL = {"source": "generate", "generator": "kmeans", "k": "c", "size": 100, "feature_ratio": None}
 DEFAULT_ENSEMBLE = {"mode": "random", "size": 20, "repetitions": 10, "seed": 1}
@@ -77,6 +80,7 @@ class MethodSpec:
     paper_method: str | None = None
     paper_param: str | None = None
     points: list = field(default_factory=list)  # expanded, validated parameter dicts
+    repetitions: int | None = None  # None: all of the ensemble's repetitions
 
     @property
     def is_pseudo(self) -> bool:
@@ -320,7 +324,9 @@ def _validate_method(v: _Validator, entry, i: int) -> MethodSpec:
                       tuning=tuning, scope=scope,
                       paper_method=v.string(entry.get("paper_method"), path + ("paper_method",), allow_none=True),
                       paper_param=v.string(entry.get("paper_param"), path + ("paper_param",), allow_none=True),
-                      points=points)
+                      points=points,
+                      repetitions=(None if entry.get("repetitions") is None
+                                   else v.integer(entry["repetitions"], path + ("repetitions",), low=1)))
 
 
 def validate_config(doc: Located) -> ExperimentConfig:

@@ -122,6 +122,10 @@ def caption(config: ExperimentConfig, metric: str, rows: list[Row], reps: int) -
                           f"(ground-truth oracle) [{chosen}]")
     if tuning:
         parts.append("Tuning - " + "; ".join(tuning) + ".")
+    fewer = [f"{m.label}: first {m.repetitions}" for m in config.methods
+             if m.repetitions is not None and m.repetitions < reps]
+    if fewer:
+        parts.append("Rows run on fewer repetitions - " + "; ".join(fewer) + ".")
     return " ".join(parts)
 
 

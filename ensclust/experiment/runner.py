@@ -53,7 +53,8 @@ def plan_cells(config: ExperimentConfig) -> list[dict]:
                                 "ensemble": config.ensemble, "seed": config.seed, "metrics": config.metrics,
                                 "nmi_average": config.nmi_average, "std_ddof": config.std_ddof})
         for method in config.methods:
-            rep_list = [-1] if (method.is_pseudo and method.scope == "pool") else list(range(reps))
+            rep_list = ([-1] if (method.is_pseudo and method.scope == "pool")
+                        else list(range(min(reps, method.repetitions or reps))))
             for point_index, params in enumerate(method.points):
                 pjson = canonical_json(params)
                 for rep in rep_list:
