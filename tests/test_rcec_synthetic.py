@@ -37,3 +37,25 @@ def test_rcec_robust_where_hbgf_degrades():
     # Adding 10 anomalous partitions to 10 normal ones costs RCEC less than half of what it costs HBGF.
     assert hbgf_clean - hbgf_noisy > 2 * (rcec_clean - rcec_noisy)
     assert rcec_noisy > hbgf_noisy
+
+
+def test_figure_oracle_rows_and_resume(tmp_path, monkeypatch):
+    from ensclust.figures import rcec_synthetic as fig
+
+    methods = {"HBGF": ("hbgf", {}, {}), "RCEC": ("rcec", {}, {"beta": [1, 12]})}
+    kw = dict(n_extra=range(2), kinds=("anomalous",), repetitions=2, methods=methods)
+    records = fig.run(tmp_path, **kw)
+    table = __import__("pandas").read_csv(tmp_path / "table.csv", index_col=[0, 1])
+    assert {"Ave", "HBGF", "RCEC (oracle)", "RCEC (beta=12)"} <= set(table.columns)
+    assert (table["RCEC (oracle)"] >= table["RCEC (beta=12)"]).all()
+    rcec = records[records["method"] == "RCEC"].groupby(["n_extra", "params"])["nmi"].mean()
+    for extra in (0, 1):
+        assert table.loc[("anomalous", extra), "RCEC (oracle)"] == round(rcec.loc[extra].max(), 4)
+    assert (tmp_path / "fig3.png").stat().st_size > 0 and (tmp_path / "oracle_choice.csv").exists()
+
+    def no_fit(*a, **k):
+        raise AssertionError("a finished record was recomputed")
+
+    monkeypatch.setattr(fig, "get_method", no_fit)
+    again = fig.run(tmp_path, **kw)  # everything is on disk: nothing is fitted again
+    assert len(again) == len(records)
