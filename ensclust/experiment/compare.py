@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import os
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -246,16 +247,69 @@ def comparison_markdown(result: pd.DataFrame, paper_path, results_dir) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_compare(results_dir, paper: str | None = None) -> tuple[pd.DataFrame, str, list[Path]]:
+INDEX_TITLE = "# Comparison index:"  # first line of the combined comparison.md of several paper tables
+
+
+@dataclass
+class Comparison:
+    """One paper table compared: the rows, the summary line and the files written."""
+
+    paper_path: Path
+    result: pd.DataFrame
+    line: str
+    paths: list[Path]
+
+    @property
+    def stem(self) -> str:
+        return self.paper_path.stem
+
+
+def comparison_index_markdown(comparisons: list[Comparison], results_dir) -> str:
+    """The combined ``comparison.md`` when several paper tables are compared: one line per table."""
+    lines = [f"{INDEX_TITLE} {results_dir} vs {len(comparisons)} paper tables", "",
+             "| paper table | comparison | summary |", "|---|---|---|"]
+    for c in comparisons:
+        csv, md = (p.name for p in c.paths)
+        lines.append(f"| {_md(str(c.paper_path))} | [{md}]({md}) ([csv]({csv})) | {_md(c.line)} |")
+    return "\n".join(lines) + "\n"
+
+
+def run_compare(results_dir, paper=None) -> list[Comparison]:
+    """Compare ``results_dir`` with one or several paper tables and write the comparison files.
+
+    ``paper`` is a CSV path or a list of them; default: the config's ``compare_to``. One table writes
+    ``comparison.csv`` / ``comparison.md``. Several write ``comparison_<stem>.csv`` / ``.md`` per table
+    (``stem`` = the paper CSV's file name without extension, e.g. ``comparison_table2_ari.csv``) and an
+    index ``comparison.md`` with each table's summary line; a ``comparison.csv`` left by an earlier
+    single-table comparison is removed then, so no stale comparison remains beside the new ones.
+    """
+    from ensclust.experiment.config import compare_targets
+
     store = ResultStore(results_dir)
     config = store.load_config()
-    paper = paper or config.compare_to
-    if not paper:
+    papers = [paper] if isinstance(paper, str) else list(paper or [])
+    papers = papers or compare_targets(config)
+    if not papers:
         raise UserError(f"{results_dir}: the config has no compare_to; pass --paper CSV")
-    paper_path = resolve_paper_csv(paper)
-    result = compare(config, store.load_cells(), read_paper_csv(paper_path), store.load_timing())
+    paper_paths = [resolve_paper_csv(p) for p in papers]
+    stems = [p.stem for p in paper_paths]
+    for i, stem in enumerate(stems):
+        if stems.index(stem) != i:
+            raise UserError(f"paper tables {paper_paths[stems.index(stem)]} and {paper_paths[i]} share the file "
+                            f"name '{stem}' (comparisons are written to comparison_<stem>.csv); compare them "
+                            f"one at a time")
+    cells, timing = store.load_cells(), store.load_timing()
     root = Path(results_dir)
-    csv_path, md_path = root / "comparison.csv", root / "comparison.md"
-    atomic_write_text(csv_path, result.to_csv(index=False, lineterminator="\n"))
-    atomic_write_text(md_path, comparison_markdown(result, paper_path, results_dir))
-    return result, summary_line(result), [csv_path, md_path]
+    several = len(paper_paths) > 1
+    comparisons = []
+    for paper_path in paper_paths:
+        result = compare(config, cells, read_paper_csv(paper_path), timing)
+        suffix = f"_{paper_path.stem}" if several else ""
+        csv_path, md_path = root / f"comparison{suffix}.csv", root / f"comparison{suffix}.md"
+        atomic_write_text(csv_path, result.to_csv(index=False, lineterminator="\n"))
+        atomic_write_text(md_path, comparison_markdown(result, paper_path, results_dir))
+        comparisons.append(Comparison(paper_path, result, summary_line(result), [csv_path, md_path]))
+    if several:
+        atomic_write_text(root / "comparison.md", comparison_index_markdown(comparisons, results_dir))
+        (root / "comparison.csv").unlink(missing_ok=True)
+    return comparisons

@@ -1,8 +1,8 @@
 """Experiment configs (YAML): loading and validation with one-line errors naming file, line and key.
 
 The schema is the contract in the project brief (``name``, ``seed``, ``datasets``, ``pool``, ``ensemble``,
-``methods``, ``metrics``, ``nmi_average``, ``tune_metric``, ``outputs``, ``compare_to``). Optional keys
-added here (all with defaults, so paper configs need not set them):
+``methods``, ``metrics``, ``nmi_average``, ``tune_metric``, ``outputs``, ``compare_to`` = one paper CSV or a
+list of them). Optional keys added here (all with defaults, so paper configs need not set them):
 
 * top level: ``std_ddof`` (1 = sample std, MATLAB's ``std``), ``decimals`` (3, digits in tables and for
   the best/second ranking), ``ttest`` (``paired`` | ``student`` | ``welch``), ``alpha`` (0.05, significance
@@ -100,7 +100,7 @@ class ExperimentConfig:
     nmi_average: str = "arithmetic"
     tune_metric: str = "ari"
     outputs: list = field(default_factory=lambda: list(OUTPUTS))
-    compare_to: str | None = None
+    compare_to: str | list | None = None  # one paper CSV or a list of them (see compare_targets)
     std_ddof: int = 1
     decimals: int = 3
     ttest: str = "paired"
@@ -329,6 +329,42 @@ def _validate_method(v: _Validator, entry, i: int) -> MethodSpec:
                                    else v.integer(entry["repetitions"], path + ("repetitions",), low=1)))
 
 
+def _validate_compare_to(v: _Validator, value):
+    """``compare_to``: one paper CSV path or a non-empty list of them, with distinct file-name stems.
+
+    A string stays a string (experiment.json of existing runs is unchanged); a list stays a list. The stems
+    must differ because each listed table's comparison is written to ``comparison_<stem>.csv``.
+    """
+    if value is None:
+        return None
+
+    def path_string(item, path):
+        if not isinstance(item, str) or not item.strip():
+            raise v.err(path, f"must be a paper table CSV path (a non-empty string), got {item!r}")
+        return item
+
+    if not isinstance(value, list):
+        return path_string(value, ("compare_to",))
+    if not value:
+        raise v.err(("compare_to",), "must be a paper table CSV path or a non-empty list of them")
+    items = [path_string(item, ("compare_to", i)) for i, item in enumerate(value)]
+    seen = {}
+    for i, item in enumerate(items):
+        stem = Path(item).stem
+        if stem in seen:
+            raise v.err(("compare_to", i), f"file name stem '{stem}' repeats compare_to[{seen[stem]}] (each "
+                                           f"table's comparison is written to comparison_<stem>.csv)")
+        seen[stem] = i
+    return items
+
+
+def compare_targets(config: ExperimentConfig) -> list[str]:
+    """The paper tables a config compares with, as a list (empty when it has no ``compare_to``)."""
+    if not config.compare_to:
+        return []
+    return [config.compare_to] if isinstance(config.compare_to, str) else list(config.compare_to)
+
+
 def validate_config(doc: Located) -> ExperimentConfig:
     """Validate a parsed document and build the :class:`ExperimentConfig` (raises one-line UserErrors)."""
     v = _Validator(doc)
@@ -400,7 +436,7 @@ def validate_config(doc: Located) -> ExperimentConfig:
         name=name, description=str(top.get("description", "") or ""), seed=seed, datasets=datasets,
         methods=methods, pool=pool, ensemble=ens, metrics=metrics, nmi_average=nmi_average,
         tune_metric=tune_metric, outputs=outputs,
-        compare_to=v.string(top.get("compare_to"), ("compare_to",), allow_none=True),
+        compare_to=_validate_compare_to(v, top.get("compare_to")),
         std_ddof=std_ddof, decimals=decimals, ttest=ttest, alpha=float(alpha),
         compare_param=v.string(top.get("compare_param"), ("compare_param",), allow_none=True),
         data_dir=v.string(top.get("data_dir"), ("data_dir",), allow_none=True),
@@ -423,4 +459,4 @@ def canonical_json(obj) -> str:
 
 
 __all__ = ["ExperimentConfig", "DatasetSpec", "MethodSpec", "load_config", "load_config_text", "validate_config",
-           "canonical_json", "did_you_mean", "PSEUDO_METHODS"]
+           "canonical_json", "compare_targets", "did_you_mean", "PSEUDO_METHODS"]

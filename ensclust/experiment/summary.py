@@ -2,6 +2,8 @@
 
 ``ensclust summary`` writes ``results/README.md`` from the files the runs left behind (``experiment.json``,
 ``comparison*.md``, ``cells.csv``, ``*.png``), so the index never states a number that is not in a results file.
+When a folder was compared with several paper tables, its ``comparison.md`` only indexes the per-table
+``comparison_<stem>.md`` files, so it is not listed (the per-table files are).
 """
 
 from __future__ import annotations
@@ -10,6 +12,13 @@ import json
 from pathlib import Path
 
 SKIP = {"cache"}
+
+
+def _is_comparison_index(md: Path) -> bool:
+    from ensclust.experiment.compare import INDEX_TITLE
+
+    with open(md, encoding="utf-8") as fh:
+        return fh.readline().startswith(INDEX_TITLE)
 
 
 def _first_summary_line(md: Path) -> str:
@@ -25,7 +34,7 @@ def experiment_rows(root: Path) -> list[dict]:
     for folder in sorted(p for p in root.iterdir() if p.is_dir() and p.name not in SKIP):
         meta_path = folder / "experiment.json"
         meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
-        comparisons = sorted(folder.glob("comparison*.md"))
+        comparisons = [c for c in sorted(folder.glob("comparison*.md")) if not _is_comparison_index(c)]
         n_cells = 0
         if (folder / "cells.csv").exists():
             with open(folder / "cells.csv") as fh:
