@@ -153,6 +153,9 @@ def _print_summary(root: Path, quiet: bool) -> None:
 def report_command(results_dir, formats, quiet):
     """Rebuild the tables of RESULTS_DIR from its cells.csv (one table per metric).
 
+    When cells.csv is missing or older than the newest cells/*.json (a run killed with kill -9 writes only
+    the per-cell files), cells.csv and timing.csv are first rebuilt from those files.
+
     Methods are rows, datasets columns, "mean ± std" over repetitions; best bold, second underlined; a
     dagger marks methods significantly worse than the best (paired t-test, p < 0.05; see
     ensclust/experiment/report.py for the exact rule).

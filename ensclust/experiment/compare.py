@@ -298,6 +298,7 @@ def run_compare(results_dir, paper=None) -> list[Comparison]:
             raise UserError(f"paper tables {paper_paths[stems.index(stem)]} and {paper_paths[i]} share the file "
                             f"name '{stem}' (comparisons are written to comparison_<stem>.csv); compare them "
                             f"one at a time")
+    store.ensure_aggregates(config)  # a run killed with SIGKILL left only cells/*.json
     cells, timing = store.load_cells(), store.load_timing()
     root = Path(results_dir)
     several = len(paper_paths) > 1

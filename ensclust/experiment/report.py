@@ -289,14 +289,19 @@ def timing_markdown(config: ExperimentConfig, summary: pd.DataFrame) -> str:
 
 def write_reports(results_dir, *, config: ExperimentConfig | None = None, formats=None, quiet: bool = False,
                   echo=None) -> list[Path]:
-    """Rebuild the tables of ``results_dir`` from cells.csv + experiment.json; returns the written files."""
+    """Rebuild the tables of ``results_dir`` from cells.csv + experiment.json; returns the written files.
+
+    cells.csv (and timing.csv) are first rebuilt from ``cells/*.json`` when cells.csv is missing or older
+    than the newest cell file, e.g. after a run was killed with SIGKILL
+    (:meth:`~ensclust.experiment.store.ResultStore.ensure_aggregates`).
+    """
     store = ResultStore(results_dir)
     config = config or store.load_config()
+    root = Path(results_dir)
+    written = [root / "cells.csv", root / "timing.csv"] if store.ensure_aggregates(config) else []
     cells = store.load_cells()
     tables = build_tables(config, cells)
     formats = list(formats or config.outputs)
-    written = []
-    root = Path(results_dir)
     if "csv" in formats:
         for t in tables:
             path = root / f"table_{t.metric}.csv"

@@ -5,7 +5,9 @@ Layout::
     experiment.json   the validated config (what the tables are rebuilt from)
     cells/*.json      one record per finished cell, written atomically (temp file + os.replace); gitignored
     cells.csv         all finished cells of the current plan, one row per cell (per-repetition metrics);
-                      deterministic: same config + seed -> byte-identical file (no timings in it)
+                      deterministic: same config + seed -> byte-identical file (no timings in it);
+                      rebuilt from cells/*.json by ``ensclust report`` / ``compare`` when missing or older
+                      than the newest cell file (a run killed with SIGKILL never wrote it)
     timing.csv        wall time and peak memory per cell (not deterministic, hence a separate file)
     table_<metric>.csv / tables.md / tables.tex   the reports
 
@@ -109,6 +111,40 @@ class ResultStore:
         timing = pd.DataFrame([{k: r.get(k) for k in TIMING_COLUMNS} for r in records], columns=TIMING_COLUMNS)
         atomic_write_text(self.root / "timing.csv", timing.to_csv(index=False, lineterminator="\n"))
         return cells
+
+    def aggregates_stale(self) -> bool:
+        """True when cells.csv is missing or older than the newest cell JSON (e.g. after ``kill -9``).
+
+        The runner writes cells.csv only when it finishes or is interrupted gracefully (Ctrl-C, SIGTERM);
+        a killed run leaves just the per-cell files. Temporary files of interrupted writes do not count.
+        """
+        newest = None
+        if self.cells_dir.is_dir():
+            with os.scandir(self.cells_dir) as entries:
+                for entry in entries:
+                    if entry.name.endswith(".json") and entry.is_file():
+                        mtime = entry.stat().st_mtime_ns
+                        newest = mtime if newest is None else max(newest, mtime)
+        if newest is None:
+            return False
+        path = self.root / "cells.csv"
+        return not path.exists() or path.stat().st_mtime_ns < newest
+
+    def rebuild_aggregates(self, config: ExperimentConfig) -> pd.DataFrame | None:
+        """Rewrite cells.csv and timing.csv from the cell JSON files of the current plan.
+
+        The cells are read exactly as a rerun would read them (plan order; a file whose fingerprint no longer
+        matches the config is ignored), so the result is the file the run would have written had it ended
+        normally. Returns the cells frame, or None when no cell of the plan has a file.
+        """
+        from ensclust.experiment.runner import plan_cells  # the runner imports this module
+
+        records = [r for r in (self.read_cell(cell) for cell in plan_cells(config)) if r is not None]
+        return self.write_aggregates(config, records) if records else None
+
+    def ensure_aggregates(self, config: ExperimentConfig) -> bool:
+        """Rebuild cells.csv / timing.csv if :meth:`aggregates_stale`; True when they were rewritten."""
+        return self.aggregates_stale() and self.rebuild_aggregates(config) is not None
 
     def load_cells(self) -> pd.DataFrame:
         path = self.root / "cells.csv"
