@@ -10,6 +10,10 @@ patterns than pairs, so
 * the per-member sums of the alpha-update (eq. 21) are a ``bincount`` over the patterns.
 
 Memory is O(#pairs with count > 0) instead of the O(m n^2) of the authors' code.
+
+The table also keeps the CSR layout of all positive pairs (free and fixed-one), so the connected components of
+S != 0, needed at every inner iteration, come from one mask and one ``connected_components`` call
+(:meth:`PairTable.components`) without assembling and adding scipy sparse matrices.
 """
 
 from __future__ import annotations
@@ -17,8 +21,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import sparse
+from scipy.sparse.csgraph import connected_components
 
 from ensclust.core.labels import one_hot
+
+#: n up to which the co-association counts come from one dense product (n^2 float32 entries: 16 MB at 2000)
+DENSE_COUNTS_LIMIT = 2000
 
 
 @dataclass
@@ -43,6 +52,37 @@ class PairTable:
     one_cols: np.ndarray
     pattern: np.ndarray
     patterns: np.ndarray
+    all_cols: np.ndarray | None = None
+    all_indptr: np.ndarray | None = None
+    free_pos: np.ndarray | None = None
+
+    def __post_init__(self):
+        # Float copies of the patterns in the exact layouts the products have always used (C order for
+        # G = patterns @ (1/alpha), the transposed view's F order for the per-member sums), built once.
+        self.patterns_f = self.patterns.astype(np.float64)
+        self.patterns_tf = self.patterns.T.astype(np.float64)
+        self._mask = None
+
+    def components(self, S_free: np.ndarray) -> tuple[int, np.ndarray]:
+        """Connected components of the graph S != 0 (free pairs with S_pq != 0 plus the Omega-ones).
+
+        Same graph, hence the same labels (numbered by their smallest point), as ``connected_components`` of
+        the assembled upper-triangle matrix; the mask over all positive pairs is reused between calls.
+        """
+        if self.all_cols is None:
+            raise ValueError("this PairTable was built without its CSR layout")
+        if self._mask is None:
+            self._mask = np.ones(self.all_cols.shape[0], dtype=bool)   # the Omega-ones stay True
+            self._edge_data = np.ones(self.all_cols.shape[0])
+        mask = self._mask
+        mask[self.free_pos] = S_free != 0
+        keep = np.flatnonzero(mask)
+        self.free_nonzero = int(keep.shape[0]) - self.n_ones   # = count_nonzero(S_free), for the objective
+        indptr = np.searchsorted(keep, self.all_indptr)
+        graph = sparse.csr_matrix((self._edge_data[:keep.shape[0]], self.all_cols[keep], indptr),
+                                  shape=(self.n, self.n))
+        k, comp = connected_components(graph, directed=False)
+        return int(k), comp.astype(np.int32)
 
     @property
     def n_free(self) -> int:
@@ -89,12 +129,52 @@ def _upper_pairs(members: np.ndarray, max_block_entries: int = 20_000_000):
     return np.concatenate(rows), np.concatenate(cols), np.concatenate(counts)
 
 
+def _upper_pairs_dense(members: np.ndarray):
+    """:func:`_upper_pairs` for small n: the counts from one dense float32 product (exact: integers <= m).
+
+    Gives the same arrays as the block-wise sparse product (row-major order = CSR order, sorted columns).
+    """
+    n, _ = members.shape
+    indicators = one_hot(members, dtype=np.float32).toarray()
+    counts = indicators @ indicators.T
+    flat = np.flatnonzero(np.triu(counts > 0.5, 1))
+    rows, cols = np.divmod(flat, n)
+    return rows.astype(np.int32), cols.astype(np.int32), counts.ravel()[flat].astype(np.int32)
+
+
+def _packed_keys(members: np.ndarray, rows: np.ndarray, cols: np.ndarray, block: int = 1 << 20) -> np.ndarray:
+    """Agreement bit mask of every pair (bit i = member i puts p and q together), for m <= 62.
+
+    Equal to the member-by-member key of :func:`_agreement_patterns`, but with one comparison of the two
+    label rows and ``packbits`` (little bit order, read as a little-endian 64-bit integer). Block-wise over
+    the pairs, so the temporaries stay below ~30 MB.
+    """
+    n, m = members.shape
+    top = int(members.max()) if members.size else 0
+    small = members.astype(np.uint8 if top < 256 else np.uint16 if top < 65536 else np.int64)
+    keys = np.empty(rows.shape[0], dtype=np.int64)
+    words = np.zeros((min(block, rows.shape[0]), 8), dtype=np.uint8)
+    for start in range(0, rows.shape[0], block):
+        stop = min(rows.shape[0], start + block)
+        same = small[rows[start:stop]] == small[cols[start:stop]]
+        packed = np.packbits(same, axis=1, bitorder="little")
+        out = words[:stop - start]
+        out[:, :packed.shape[1]] = packed
+        keys[start:stop] = out.view("<u8").ravel()
+    return keys
+
+
 def _agreement_patterns(members: np.ndarray, rows: np.ndarray, cols: np.ndarray):
     """Distinct agreement patterns of the given pairs and each pair's pattern index."""
     n_pairs = rows.shape[0]
     m = members.shape[1]
     if n_pairs == 0:
         return np.zeros(0, dtype=np.int32), np.zeros((0, m), dtype=bool)
+    if m <= 62:
+        keys, inverse = np.unique(_packed_keys(members, rows, cols), return_inverse=True)
+        # the pattern rows are the bits of the sorted distinct keys
+        bits = np.unpackbits(keys.astype("<u8").view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
+        return inverse.ravel().astype(np.int32), bits[:, :m].astype(bool)
     pattern_id = np.zeros(n_pairs, dtype=np.int64)
     # 62 members per word keeps the packed key inside int64; wider ensembles are combined word by word.
     for first in range(0, m, 62):
@@ -120,13 +200,18 @@ def _agreement_patterns(members: np.ndarray, rows: np.ndarray, cols: np.ndarray)
 def build_pair_table(members: np.ndarray) -> PairTable:
     """The :class:`PairTable` of a relabelled n x m label matrix."""
     n, m = members.shape
-    rows, cols, counts = _upper_pairs(members)
+    rows, cols, counts = (_upper_pairs_dense if n <= DENSE_COUNTS_LIMIT else _upper_pairs)(members)
     is_one = counts == m
     del counts
     one_rows, one_cols = rows[is_one], cols[is_one]
+    all_indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=n), out=all_indptr[1:])
+    all_cols = cols
     np.logical_not(is_one, out=is_one)
+    free_pos = np.flatnonzero(is_one)
     free_rows, free_cols = rows[is_one], cols[is_one]
-    del rows, cols, is_one
+    del rows, is_one
     pattern, patterns = _agreement_patterns(members, free_rows, free_cols)
     return PairTable(n=n, m=m, free_rows=free_rows, free_cols=free_cols, one_rows=one_rows, one_cols=one_cols,
-                     pattern=pattern, patterns=patterns)
+                     pattern=pattern, patterns=patterns, all_cols=all_cols, all_indptr=all_indptr,
+                     free_pos=free_pos)

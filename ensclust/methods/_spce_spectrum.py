@@ -138,9 +138,17 @@ def _component_eigenpairs(S_sym, idx, q, warm, rng_seed, dense_limit, tol, maxit
     return vals[order], vecs[:, order]
 
 
+def indicator_spectrum(comp: np.ndarray, k: int, c: int, rank_test: str = "eigen") -> Spectrum:
+    """The spectrum when S != 0 has k > c components: the c + 1 smallest eigenvalues are all 0 and Y is
+    made of component indicators (no eigensolver needed)."""
+    sizes = np.bincount(comp, minlength=k)
+    values = np.zeros(c + 1) if rank_test == "eigen" else None
+    return Spectrum(_indicator_embedding(comp, sizes, c, comp.shape[0]), int(k), values, comp)
+
+
 def smallest_eigenpairs(S_upper: sparse.csr_matrix, c: int, *, rank_test: str = "eigen", previous=None,
                         dense_limit: int = 2000, tol: float = 1e-8, maxiter: int = 300,
-                        dense_test_limit: int = 6000) -> Spectrum:
+                        dense_test_limit: int = 6000, components=None) -> Spectrum:
     """Y = the c smallest eigenvectors of L = D - S (eq. 18) and the c+1 smallest eigenvalues.
 
     Parameters
@@ -152,9 +160,13 @@ def smallest_eigenpairs(S_upper: sparse.csr_matrix, c: int, *, rank_test: str = 
         "components" only the eigenvectors that Y needs, "dense" a dense ``eigh`` of the whole L
         (the authors' computation, for validation on small n).
     previous : the previous :class:`Embedding` (warm start for LOBPCG).
+    components : optional ``(k, comp)``, the connected components of S_upper when the caller has them.
     """
     n = S_upper.shape[0]
-    k, comp = connected_components(S_upper, directed=False)
+    if components is None:
+        k, comp = connected_components(S_upper, directed=False)
+    else:
+        k, comp = components
     comp = comp.astype(np.int32)
     sizes = np.bincount(comp, minlength=k)
     if rank_test == "dense":
@@ -168,8 +180,7 @@ def smallest_eigenpairs(S_upper: sparse.csr_matrix, c: int, *, rank_test: str = 
         return Spectrum(emb, int(k), vals, comp, float(np.sum(vals[:c])))
 
     if k > c:
-        values = np.zeros(c + 1) if rank_test == "eigen" else None
-        return Spectrum(_indicator_embedding(comp, sizes, c, n), int(k), values, comp)
+        return indicator_spectrum(comp, k, c, rank_test)
     n_vectors = c - k
     n_values = n_vectors + 1 if rank_test == "eigen" else n_vectors
     emb = _indicator_embedding(comp, sizes, c, n)

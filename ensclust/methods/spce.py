@@ -27,19 +27,27 @@ from __future__ import annotations
 
 import numpy as np
 from scipy import sparse
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from ensclust.core.labels import cluster_counts, one_hot
 from ensclust.core.spectral import kmeans_labels, spectral_clustering
 from ensclust.errors import UserError
 from ensclust.methods import _spce_spectrum, register
 from ensclust.methods._spce_pairs import PairTable, build_pair_table
-from ensclust.methods._spce_spectrum import Embedding, smallest_eigenpairs
+from ensclust.methods._spce_spectrum import Embedding, indicator_spectrum, smallest_eigenpairs
 from ensclust.methods.base import ConsensusMethod, Param
 
 DEFAULT_SCHEDULE = "0.9,0.8,0.7,0.6,0.5"
 DEFAULT_INNER_CAPS = "5,5,5,5,20"
 SMALL_PROBLEM = 3000  # n up to which BLAS runs single-threaded (see _fit)
+_BLAS_CONTROLLER: list = []  # one ThreadpoolController per process: finding the BLAS libraries costs ms
+
+
+def _single_threaded_blas():
+    """Context manager limiting BLAS/OpenMP to one thread, with the library scan done once per process."""
+    if not _BLAS_CONTROLLER:
+        _BLAS_CONTROLLER.append(ThreadpoolController())
+    return _BLAS_CONTROLLER[0].limit(limits=1)
 
 
 def lambda_schedule(r: float, m: int) -> float:
@@ -64,22 +72,28 @@ def s_update(G: np.ndarray, E: np.ndarray, W: np.ndarray, a: float, rho: float, 
 
 
 class _StageTerms:
-    """Quantities fixed while W is fixed (one self-paced stage), so each S-update is a few passes."""
+    """Quantities fixed while W is fixed (one self-paced stage), so each S-update is a few passes.
+
+    The S-update writes into buffers owned by the stage: the returned S is valid until the next call.
+    """
 
     def __init__(self, W: np.ndarray, gamma: float):
         self.half_inv_w2 = 0.5 / (W * W)
         self.sqrt_gamma_over_w = np.sqrt(gamma) / W
         self.W2 = W * W
+        self._S = np.empty_like(W)
+        self._threshold = np.empty_like(W)
+        self._below = np.empty(W.shape, dtype=bool)
 
     def s_update(self, G, E, a, rho):
         # C a = G - rho E / (2 W^2); compare C a with sqrt(gamma) sqrt(a) / W (same as C < sqrt(tau)).
-        Ca = E * self.half_inv_w2
+        Ca = np.multiply(E, self.half_inv_w2, out=self._S)
         Ca *= -rho
         Ca += G
-        below = Ca < self.sqrt_gamma_over_w * np.sqrt(a)
+        below = np.less(Ca, np.multiply(self.sqrt_gamma_over_w, np.sqrt(a), out=self._threshold), out=self._below)
         Ca /= a
         np.minimum(Ca, 1.0, out=Ca)
-        Ca[below] = 0.0
+        np.copyto(Ca, 0.0, where=below)
         return Ca
 
 
@@ -158,10 +172,13 @@ class _SPCEBase(ConsensusMethod):
 
     # -- pieces ------------------------------------------------------------------------------------
     def _spectrum(self, table: PairTable, S_free: np.ndarray, c: int, previous: Embedding | None):
-        S_upper = upper_matrix(table, S_free)
-        spec = smallest_eigenpairs(S_upper, c, rank_test=self.rank_test, previous=previous,
-                                   dense_limit=self.dense_limit, tol=self.eig_tol, maxiter=self.eig_maxiter)
-        return spec, S_upper
+        # The components first: with more than c of them Y is made of indicators and no matrix is needed.
+        k, comp = table.components(S_free)
+        if k > c and self.rank_test != "dense":
+            return indicator_spectrum(comp, k, c, self.rank_test)
+        return smallest_eigenpairs(upper_matrix(table, S_free), c, rank_test=self.rank_test, previous=previous,
+                                   dense_limit=self.dense_limit, tol=self.eig_tol, maxiter=self.eig_maxiter,
+                                   components=(k, comp))
 
     def _initial_weights(self, S_free, G, a, lam, shat_free):
         if self.variant == "spce-w":
@@ -175,7 +192,7 @@ class _SPCEBase(ConsensusMethod):
         # Small problems are dominated by many tiny BLAS/LAPACK calls, where thread start-up and contention
         # on a shared machine cost far more than they give (measured: 5x slower at n = 90 on 2 busy cores).
         if members.shape[0] <= SMALL_PROBLEM:
-            with threadpool_limits(limits=1):
+            with _single_threaded_blas():
                 return self._run(members, n_clusters, rng)
         return self._run(members, n_clusters, rng)
 
@@ -196,7 +213,7 @@ class _SPCEBase(ConsensusMethod):
         # the wanted low eigenvectors (a fixed seed keeps the method deterministic).
         mix = one_hot(members) @ np.random.default_rng(0).standard_normal((int(cluster_counts(members).sum()), c + 1))
         start = Embedding(comp=np.zeros(n, dtype=np.int32), weight=np.zeros(n), extra=mix)
-        spec, S_upper = self._spectrum(table, S_free, c, start)
+        spec = self._spectrum(table, S_free, c, start)
         Y = spec.embedding
         W = None
         E, E_of = None, None
@@ -211,7 +228,7 @@ class _SPCEBase(ConsensusMethod):
             diag["lambda"].append(lam)
             inv_alpha = 1.0 / alpha
             a = float(inv_alpha.sum())
-            G = (table.patterns @ inv_alpha)[table.pattern]
+            G = (table.patterns_f @ inv_alpha)[table.pattern]
             if W is None or self.variant == "spce":   # eq. (13) at every stage; once for the ablations
                 W = self._initial_weights(S_free, G, a, lam, shat_free)
             sum_w = (n * n - 2 * table.n_free) + 2.0 * float(W.sum())
@@ -223,16 +240,16 @@ class _SPCEBase(ConsensusMethod):
                 if it > 0:
                     inv_alpha = 1.0 / alpha
                     a = float(inv_alpha.sum())
-                    G = (table.patterns @ inv_alpha)[table.pattern]
+                    G = np.take(table.patterns_f @ inv_alpha, table.pattern, out=G)
                 if Y is not E_of:  # Y is unchanged after a revert: reuse its distances
                     E, E_of = Y.sqdist(free_rows, free_cols), Y
                 S_free = terms.s_update(G, E, a, rho)                        # eq. (16)/(17)
                 Y_old = Y
-                spec, S_upper = self._spectrum(table, S_free, c, Y_old)      # eq. (18)
+                spec = self._spectrum(table, S_free, c, Y_old)               # eq. (18)
                 Y = spec.embedding
                 losses = member_losses(table, terms.W2, S_free, same_w)
                 alpha = alpha_update(losses, self.alpha_floor)               # eq. (21)
-                nnz = n + 2 * int(np.count_nonzero(S_free)) + 2 * table.n_ones
+                nnz = n + 2 * table.free_nonzero + 2 * table.n_ones
                 data_term = float(np.sum(losses / alpha))
                 no_rank = data_term - lam * sum_w + gamma * nnz
                 diag["objective_no_rank"].append(no_rank)
@@ -267,6 +284,7 @@ class _SPCEBase(ConsensusMethod):
 
         labels = spec.labels
         k = spec.n_components
+        S_upper = upper_matrix(table, S_free)
         diag.update({
             "n_components": k, "rank_target_reached": bool(k == c), "converged": bool(diag["exit_test_passed"][-1]),
             "n_iter": int(sum(diag["inner_iterations"])), "alpha": alpha.tolist(), "rho_final": rho,
@@ -314,7 +332,7 @@ def upper_matrix(table: PairTable, S_free: np.ndarray) -> sparse.csr_matrix:
 def member_weight_sums(table: PairTable, W2: np.ndarray) -> np.ndarray:
     """sum over the free pairs that member i puts together of W^2 (fixed within a stage)."""
     per_pattern = np.bincount(table.pattern, weights=W2, minlength=table.patterns.shape[0])
-    return table.patterns.T.astype(np.float64) @ per_pattern
+    return table.patterns_tf @ per_pattern
 
 
 def member_losses(table: PairTable, W2: np.ndarray, S_free: np.ndarray, same_w=None) -> np.ndarray:
@@ -330,7 +348,7 @@ def member_losses(table: PairTable, W2: np.ndarray, S_free: np.ndarray, same_w=N
     ws = W2 * S_free
     total = float(np.dot(ws, S_free))
     per_pattern_ws = np.bincount(table.pattern, weights=ws, minlength=table.patterns.shape[0])
-    same_ws = table.patterns.T.astype(np.float64) @ per_pattern_ws
+    same_ws = table.patterns_tf @ per_pattern_ws
     return np.maximum(2.0 * (total - 2.0 * same_ws + same_w), 0.0)
 
 
