@@ -36,7 +36,7 @@ def test_simplex_qp_against_slsqp():
     A = rng.normal(size=(5, 5))
     G = A @ A.T
     f = rng.normal(size=5)
-    ours = simplex_qp(G, f)
+    ours = simplex_qp(G, -2 * f)  # minimises x^T G x + c^T x
     res = minimize(lambda x: x @ G @ x - 2 * f @ x, np.full(5, 0.2), method="SLSQP", bounds=[(0, None)] * 5,
                    constraints=[{"type": "eq", "fun": lambda x: x.sum() - 1}], options={"ftol": 1e-14})
     assert ours @ G @ ours - 2 * f @ ours <= res.fun + 1e-8

@@ -1,10 +1,14 @@
-"""Euclidean projection onto the probability simplex and a small simplex-constrained QP.
+"""Euclidean projection onto the probability simplex and an exact simplex-constrained QP.
 
-Shared by the NMF-family baselines (INA's reliability step, WCC's partition weights); the projection is the
-sort-based algorithm (Held, Wolfe & Crowder 1974; Duchi et al. 2008), vectorised over rows.
+Shared by the NMF-family baselines (INA's reliability step, WCC's partition weights), TRCE and ACMK (the
+alpha-step, Eq. 18). The projection is the sort-based algorithm (Held, Wolfe & Crowder 1974; Duchi et al.
+2008), vectorised over rows; the QP is a primal active-set method (Nocedal & Wright, Numerical Optimization,
+2nd ed., section 16.5) that also handles a singular (PSD) Hessian.
 """
 
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 
@@ -24,20 +28,92 @@ def project_simplex(V: np.ndarray, radius: float = 1.0) -> np.ndarray:
     return out[0] if vec else out
 
 
-def simplex_qp(G: np.ndarray, f: np.ndarray, *, max_iter: int = 5000, tol: float = 1e-12, x0=None) -> np.ndarray:
-    """Minimise x^T G x - 2 f^T x over the probability simplex (G symmetric PSD) by accelerated projected gradient."""
-    G = (np.asarray(G, dtype=np.float64) + np.asarray(G, dtype=np.float64).T) / 2.0
-    f = np.asarray(f, dtype=np.float64)
-    m = f.size
-    lip = 2.0 * max(np.linalg.eigvalsh(G).max(), 1e-12)
-    x = np.full(m, 1.0 / m) if x0 is None else project_simplex(x0)
-    y, t = x.copy(), 1.0
+def simplex_qp(H: np.ndarray, c: np.ndarray, *, max_iter: int | None = None, tol: float = 1e-12) -> np.ndarray:
+    """Exact minimiser of ``x^T H x + c^T x`` over the simplex {x >= 0, sum x = 1} (H symmetric PSD).
+
+    Parameters
+    ----------
+    H : (v, v) array
+        Symmetric positive semi-definite (it is symmetrised); may be singular, e.g. when two base
+        clusterings are identical.
+    c : (v,) array
+        Linear term. A problem written as ``x^T G x - 2 f^T x`` (WCC) is ``simplex_qp(G, -2 f)``.
+    max_iter : int, optional
+        Active-set iterations at most (each adds or releases one bound); default ``10 v + 100``. Reaching
+        it (never seen in the tests) warns and returns the current feasible point.
+    tol : float
+        Feasibility tolerance of the scaled problem.
+
+    Returns
+    -------
+    (v,) array on the simplex, a KKT point (hence a global minimiser, the problem being convex).
+
+    Notes
+    -----
+    Primal active-set method started at the barycentre, so the answer is deterministic even when the
+    minimiser is not unique. On the current face (free coordinates F, the others at zero) the
+    equality-constrained sub-problem is solved through its KKT system ``[2 H_FF, 1; 1^T, 0] [x; nu] =
+    [-c_F; 1]`` by least squares. When that system is inconsistent the sub-problem is unbounded below on the
+    face's affine hull: the least-squares residual is then ``-P c_F`` with P the projector onto
+    {p : H_FF p = 0, 1^T p = 0} (the KKT matrix's null space), a zero-curvature descent direction, and the
+    method moves along it to the first bound. The older exact solver here only took the least-squares point
+    and so stopped at non-minimisers when H was singular (e.g. returned the barycentre for H = 0); the older
+    projected-gradient ``simplex_qp`` was only approximate.
+    """
+    H = 0.5 * (np.asarray(H, float) + np.asarray(H, float).T)
+    c = np.asarray(c, float)
+    v = c.size
+    max_iter = 10 * v + 100 if max_iter is None else max_iter
+    scale = max(np.abs(H).max(initial=0.0), np.abs(c).max(initial=0.0), 1e-300)
+    Hs, cs = H / scale, c / scale
+    a = np.full(v, 1.0 / v)
+    active = np.zeros(v, dtype=bool)
     for _ in range(max_iter):
-        x_new = project_simplex(y - (2.0 * (G @ y) - 2.0 * f) / lip)
-        t_new = (1.0 + np.sqrt(1.0 + 4.0 * t * t)) / 2.0
-        y = x_new + (t - 1.0) / t_new * (x_new - x)
-        if np.abs(x_new - x).max() < tol:
-            x = x_new
-            break
-        x, t = x_new, t_new
-    return x
+        free = np.flatnonzero(~active)
+        nf = free.size
+        K = np.zeros((nf + 1, nf + 1))
+        K[:nf, :nf] = 2.0 * Hs[np.ix_(free, free)]
+        K[:nf, nf] = 1.0
+        K[nf, :nf] = 1.0
+        rhs = np.concatenate([-cs[free], [1.0]])
+        sol = np.linalg.lstsq(K, rhs, rcond=None)[0]
+        residual = (rhs - K @ sol)[:nf]
+        if np.abs(residual).max() > 1e-10 * max(np.abs(rhs).max(), 1.0) and residual.min() < 0.0:
+            # unbounded face: move along the zero-curvature descent direction to the first bound
+            shrinking = np.flatnonzero(residual < 0.0)
+            ratios = a[free[shrinking]] / -residual[shrinking]
+            j = int(np.argmin(ratios))
+            a[free] += ratios[j] * residual
+            a[free[shrinking[j]]] = 0.0
+            a = np.maximum(a, 0.0)
+            a /= a.sum()
+            active[free[shrinking[j]]] = True
+            continue
+        target = np.zeros(v)
+        target[free] = sol[:nf]
+        nu = sol[nf]
+        if np.all(target[free] >= -tol):
+            a = np.maximum(target, 0.0)
+            a /= a.sum()
+            grad = 2.0 * Hs @ a + cs
+            mult = grad + nu  # multipliers of the active bounds a_i >= 0
+            mult[~active] = np.inf
+            i = int(np.argmin(mult))
+            if not active.any() or mult[i] >= -1e-10:
+                return a
+            active[i] = False
+            continue
+        # step towards the target until the first free variable hits zero
+        step_to = target - a
+        blocking = free[target[free] < -tol]
+        ratios = a[blocking] / np.maximum(a[blocking] - target[blocking], 1e-300)
+        j = int(np.argmin(ratios))
+        t = float(np.clip(ratios[j], 0.0, 1.0))
+        a = a + t * step_to
+        a[blocking[j]] = 0.0
+        a = np.maximum(a, 0.0)
+        a /= a.sum()
+        active[blocking[j]] = True
+    warnings.warn(f"simplex_qp: no KKT point after {max_iter} active-set iterations; returning the last "
+                  f"feasible point", RuntimeWarning, stacklevel=2)
+    return a

@@ -41,6 +41,7 @@ from collections import OrderedDict
 import numpy as np
 
 from ensclust.core.coassoc import coassociation
+from ensclust.core.simplex import simplex_qp
 from ensclust.core.spectral import kmeans_labels, spectral_clustering
 from ensclust.errors import UserError
 from ensclust.methods import register
@@ -58,7 +59,6 @@ from ensclust.methods._acmk_ops import (
     refine_sweep,
     row_blocks,
     scipy_lbfgsb_minimize,
-    simplex_qp_active_set,
     sym_into,
     v_step,
 )
@@ -185,7 +185,7 @@ def run_acmk(X, labels, *, lam=1.0, k=3, max_iter=50, tol=1e-5, feas_tol=1e-4, i
         # S5: alpha-step (Eq. 18) with the new W and G, then S for the new alpha
         H = contingency_gram(labels)
         f = -2.0 * coassoc_inner(W, labels)
-        alpha = simplex_qp_active_set(H, f)
+        alpha = simplex_qp(H, f)
         weighted_coassociation(labels, alpha, S)
         # objectives (spec 3.3) and residuals, then S6
         fit_a = float(sum(np.sum((Y - F[m][labels[:, m]]) ** 2) for m in range(v)))

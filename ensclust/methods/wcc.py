@@ -52,7 +52,7 @@ class WCC(ConsensusMethod):
                 Q, S, hist = trinmf(M, n_clusters, r, tol=0.0, max_iter=self.inner_iter, Q0=Q, S0=S)
                 QS = [blk.T @ Q for blk in blocks]
                 f = np.array([float(((bq @ S) * bq).sum()) for bq in QS])
-                w = simplex_qp(G, f, x0=w)
+                w = simplex_qp(G, -2.0 * f)  # exact; min w^T G w - 2 f^T w
                 M = ConnectivityOperator(B, np.repeat(w, np.diff(offsets)))
                 history.append(trinmf_objective(M, Q, S))
                 if len(history) > 1 and abs(history[-2] - history[-1]) <= self.tol * abs(history[-2]):
