@@ -26,6 +26,11 @@ from scipy.sparse.csgraph import connected_components
 
 from ensclust.core.labels import one_hot
 
+try:  # the undirected labelling kernel behind scipy's connected_components, called on prepared CSR arrays
+    from scipy.sparse.csgraph._traversal import _connected_components_undirected
+except ImportError:  # pragma: no cover - other scipy versions: the public function (same labels)
+    _connected_components_undirected = None
+
 #: n up to which the co-association counts come from one dense product (n^2 float32 entries: 16 MB at 2000)
 DENSE_COUNTS_LIMIT = 2000
 
@@ -55,6 +60,7 @@ class PairTable:
     all_cols: np.ndarray | None = None
     all_indptr: np.ndarray | None = None
     free_pos: np.ndarray | None = None
+    all_rows: np.ndarray | None = None
 
     def __post_init__(self):
         # Float copies of the patterns in the exact layouts the products have always used (C order for
@@ -62,27 +68,51 @@ class PairTable:
         self.patterns_f = self.patterns.astype(np.float64)
         self.patterns_tf = self.patterns.T.astype(np.float64)
         self._mask = None
+        if self.all_rows is not None:
+            # the same pairs in CSC order (= CSR of the transpose), for the undirected component search
+            by_col = np.lexsort((self.all_rows, self.all_cols))
+            self._t_indices = self.all_rows[by_col]
+            self._t_rank = np.empty(by_col.shape[0], dtype=np.int64)   # position of each pair in CSC order
+            self._t_rank[by_col] = np.arange(by_col.shape[0])
+            self._free_of_pos = np.full(self.all_cols.shape[0], -1, dtype=np.int64)
+            self._free_of_pos[self.free_pos] = np.arange(self.free_pos.shape[0])
+            self._t_indptr = np.zeros(self.n + 1, dtype=np.int64)
+            np.cumsum(np.bincount(self.all_cols, minlength=self.n), out=self._t_indptr[1:])
 
-    def components(self, S_free: np.ndarray) -> tuple[int, np.ndarray]:
+    def components(self, S_free: np.ndarray, nonzero: np.ndarray | None = None) -> tuple[int, np.ndarray]:
         """Connected components of the graph S != 0 (free pairs with S_pq != 0 plus the Omega-ones).
 
         Same graph, hence the same labels (numbered by their smallest point), as ``connected_components`` of
-        the assembled upper-triangle matrix; the mask over all positive pairs is reused between calls.
+        the assembled upper-triangle matrix. ``nonzero``: the increasing indices of the free pairs with
+        S != 0 when the caller has them. Side results for the rest of the iteration: ``free_nonzero``
+        (= count_nonzero(S_free)) and ``free_nonzero_index`` (the free pairs with S != 0, increasing).
         """
         if self.all_cols is None:
             raise ValueError("this PairTable was built without its CSR layout")
         if self._mask is None:
-            self._mask = np.ones(self.all_cols.shape[0], dtype=bool)   # the Omega-ones stay True
+            self._base_mask = np.zeros(self.all_cols.shape[0], dtype=bool)
+            self._base_mask[self._free_of_pos < 0] = True   # the Omega-ones are always edges
+            self._mask = np.empty_like(self._base_mask)
             self._edge_data = np.ones(self.all_cols.shape[0])
+        if nonzero is None:
+            nonzero = np.flatnonzero(S_free)
+        self.free_nonzero_index = nonzero
+        self.free_nonzero = int(nonzero.shape[0])   # = count_nonzero(S_free), for the objective
         mask = self._mask
-        mask[self.free_pos] = S_free != 0
+        np.copyto(mask, self._base_mask)
+        mask[self.free_pos[nonzero]] = True
         keep = np.flatnonzero(mask)
-        self.free_nonzero = int(keep.shape[0]) - self.n_ones   # = count_nonzero(S_free), for the objective
-        indptr = np.searchsorted(keep, self.all_indptr)
-        graph = sparse.csr_matrix((self._edge_data[:keep.shape[0]], self.all_cols[keep], indptr),
-                                  shape=(self.n, self.n))
-        k, comp = connected_components(graph, directed=False)
-        return int(k), comp.astype(np.int32)
+        indptr = np.searchsorted(keep, self.all_indptr).astype(np.int32)
+        indices = self.all_cols[keep]
+        if _connected_components_undirected is None:
+            graph = sparse.csr_matrix((self._edge_data[:keep.shape[0]], indices, indptr), shape=(self.n, self.n))
+            k, comp = connected_components(graph, directed=False)
+            return int(k), comp.astype(np.int32)
+        keep_t = np.sort(self._t_rank[keep])
+        indptr_t = np.searchsorted(keep_t, self._t_indptr).astype(np.int32)
+        comp = np.empty(self.n, dtype=np.int32)
+        k = _connected_components_undirected(indices, indptr, self._t_indices[keep_t], indptr_t, comp)
+        return int(k), comp
 
     @property
     def n_free(self) -> int:
@@ -206,12 +236,12 @@ def build_pair_table(members: np.ndarray) -> PairTable:
     one_rows, one_cols = rows[is_one], cols[is_one]
     all_indptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(rows, minlength=n), out=all_indptr[1:])
-    all_cols = cols
+    all_cols, all_rows = cols, rows
     np.logical_not(is_one, out=is_one)
     free_pos = np.flatnonzero(is_one)
     free_rows, free_cols = rows[is_one], cols[is_one]
-    del rows, is_one
+    del is_one
     pattern, patterns = _agreement_patterns(members, free_rows, free_cols)
     return PairTable(n=n, m=m, free_rows=free_rows, free_cols=free_cols, one_rows=one_rows, one_cols=one_cols,
                      pattern=pattern, patterns=patterns, all_cols=all_cols, all_indptr=all_indptr,
-                     free_pos=free_pos)
+                     free_pos=free_pos, all_rows=all_rows)

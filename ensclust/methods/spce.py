@@ -79,11 +79,16 @@ class _StageTerms:
 
     def __init__(self, W: np.ndarray, gamma: float):
         self.half_inv_w2 = 0.5 / (W * W)
-        self.sqrt_gamma_over_w = np.sqrt(gamma) / W
+        self.sqrt_gamma = np.sqrt(gamma)
+        self.sqrt_gamma_over_w = self.sqrt_gamma / W
         self.W2 = W * W
+        # Pruning by pattern (s_update_pruned) needs 0 < W <= 1, which eq. (13) and W = 1 guarantee.
+        self.can_prune = bool(W.size == 0 or (W.min() > 0.0 and W.max() <= 1.0))
+        self._EH, self._EH_of = None, None
         self._S = np.empty_like(W)
         self._threshold = np.empty_like(W)
         self._below = np.empty(W.shape, dtype=bool)
+        self.work = np.empty_like(W)
 
     def s_update(self, G, E, a, rho):
         # C a = G - rho E / (2 W^2); compare C a with sqrt(gamma) sqrt(a) / W (same as C < sqrt(tau)).
@@ -95,6 +100,30 @@ class _StageTerms:
         np.minimum(Ca, 1.0, out=Ca)
         np.copyto(Ca, 0.0, where=below)
         return Ca
+
+    def s_update_pruned(self, g, pattern, E, a, rho):
+        """:meth:`s_update` computed only on the pairs that can end up nonzero; bit-for-bit the same S.
+
+        ``g``: G per agreement pattern (G = g[pattern]). Why whole patterns can be skipped: E >= 0 and
+        rho >= 0, so the rounded C a = G - rho E / (2 W^2) is <= G, and with W <= 1 the rounded threshold
+        sqrt(gamma)/W * sqrt(a) is >= t0 = sqrt(gamma) * sqrt(a) (rounding is monotone). A pair whose
+        pattern has g < t0 is therefore below its threshold and gets S = 0, exactly as in the full update.
+        Returns S and the increasing indices of its nonzero entries.
+        """
+        if self._EH_of is not E:   # E / (2 W^2): fixed while W and Y are
+            self._EH, self._EH_of = E * self.half_inv_w2, E
+        active = np.flatnonzero((g >= self.sqrt_gamma * np.sqrt(a))[pattern])
+        S = self._S
+        S.fill(0.0)
+        Ca = self._EH[active]
+        Ca *= -rho
+        Ca += g[pattern[active]]
+        below = Ca < self.sqrt_gamma_over_w[active] * np.sqrt(a)
+        Ca /= a
+        np.minimum(Ca, 1.0, out=Ca)
+        Ca[below] = 0.0
+        S[active] = Ca
+        return S, active[Ca != 0.0]
 
 
 def alpha_update(losses: np.ndarray, floor: float) -> np.ndarray:
@@ -171,9 +200,10 @@ class _SPCEBase(ConsensusMethod):
             raise UserError(f"{prefix}spce: every inner cap must be >= 1, got {values['inner_caps']!r}")
 
     # -- pieces ------------------------------------------------------------------------------------
-    def _spectrum(self, table: PairTable, S_free: np.ndarray, c: int, previous: Embedding | None):
+    def _spectrum(self, table: PairTable, S_free: np.ndarray, c: int, previous: Embedding | None,
+                  nonzero=None):
         # The components first: with more than c of them Y is made of indicators and no matrix is needed.
-        k, comp = table.components(S_free)
+        k, comp = table.components(S_free, nonzero)
         if k > c and self.rank_test != "dense":
             return indicator_spectrum(comp, k, c, self.rank_test)
         return smallest_eigenpairs(upper_matrix(table, S_free), c, rank_test=self.rank_test, previous=previous,
@@ -228,8 +258,10 @@ class _SPCEBase(ConsensusMethod):
             diag["lambda"].append(lam)
             inv_alpha = 1.0 / alpha
             a = float(inv_alpha.sum())
-            G = (table.patterns_f @ inv_alpha)[table.pattern]
+            g = table.patterns_f @ inv_alpha
+            G = None
             if W is None or self.variant == "spce":   # eq. (13) at every stage; once for the ablations
+                G = g[table.pattern]
                 W = self._initial_weights(S_free, G, a, lam, shat_free)
             sum_w = (n * n - 2 * table.n_free) + 2.0 * float(W.sum())
             terms = _StageTerms(W, gamma)
@@ -240,14 +272,20 @@ class _SPCEBase(ConsensusMethod):
                 if it > 0:
                     inv_alpha = 1.0 / alpha
                     a = float(inv_alpha.sum())
-                    G = np.take(table.patterns_f @ inv_alpha, table.pattern, out=G)
+                    g = table.patterns_f @ inv_alpha
+                    G = None
                 if Y is not E_of:  # Y is unchanged after a revert: reuse its distances
                     E, E_of = Y.sqdist(free_rows, free_cols), Y
-                S_free = terms.s_update(G, E, a, rho)                        # eq. (16)/(17)
+                if terms.can_prune:                                          # eq. (16)/(17)
+                    S_free, nonzero = terms.s_update_pruned(g, table.pattern, E, a, rho)
+                else:
+                    G = g[table.pattern] if G is None else G
+                    S_free, nonzero = terms.s_update(G, E, a, rho), None
                 Y_old = Y
-                spec = self._spectrum(table, S_free, c, Y_old)               # eq. (18)
+                spec = self._spectrum(table, S_free, c, Y_old, nonzero)      # eq. (18)
                 Y = spec.embedding
-                losses = member_losses(table, terms.W2, S_free, same_w)
+                losses = member_losses(table, terms.W2, S_free, same_w, table.free_nonzero_index,
+                                       terms.work)
                 alpha = alpha_update(losses, self.alpha_floor)               # eq. (21)
                 nnz = n + 2 * table.free_nonzero + 2 * table.n_ones
                 data_term = float(np.sum(losses / alpha))
@@ -335,19 +373,27 @@ def member_weight_sums(table: PairTable, W2: np.ndarray) -> np.ndarray:
     return table.patterns_tf @ per_pattern
 
 
-def member_losses(table: PairTable, W2: np.ndarray, S_free: np.ndarray, same_w=None) -> np.ndarray:
+def member_losses(table: PairTable, W2: np.ndarray, S_free: np.ndarray, same_w=None, nonzero=None,
+                  out=None) -> np.ndarray:
     """loss_i = ||(S - S^(i)) . W||_F^2 for every member (eq. 21), from the free pairs only.
 
     Omega pairs contribute nothing (there S = S^(i) for every i). For binary S^(i) and the symmetric pair
     (p, q) counted twice: loss_i = 2 [sum W^2 S^2 - 2 sum_{same_i} W^2 S + sum_{same_i} W^2] (spec 6).
+    ``nonzero``: optional increasing indices of the pairs with S != 0; the per-pattern sums then skip the
+    zero terms (adding +0.0 changes no partial sum, so the result is bit-for-bit the same). ``out``: buffer
+    for W^2 S.
     """
     if table.n_free == 0:
         return np.zeros(table.m)
     if same_w is None:
         same_w = member_weight_sums(table, W2)
-    ws = W2 * S_free
+    ws = np.multiply(W2, S_free, out=out)
     total = float(np.dot(ws, S_free))
-    per_pattern_ws = np.bincount(table.pattern, weights=ws, minlength=table.patterns.shape[0])
+    if nonzero is None:
+        per_pattern_ws = np.bincount(table.pattern, weights=ws, minlength=table.patterns.shape[0])
+    else:
+        per_pattern_ws = np.bincount(table.pattern[nonzero], weights=ws[nonzero],
+                                     minlength=table.patterns.shape[0])
     same_ws = table.patterns_tf @ per_pattern_ws
     return np.maximum(2.0 * (total - 2.0 * same_ws + same_w), 0.0)
 
