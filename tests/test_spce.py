@@ -434,3 +434,91 @@ def test_embedding_indicator_more_components_than_c():
     emb = _indicator_embedding(comp, np.bincount(comp), 2, 6)
     assert isinstance(emb, Embedding)
     assert np.allclose(emb.weight, [0.5, 0.5, 0, 1 / 3, 1 / 3, 1 / 3])
+
+
+# ----------------------------------------------------------------------------------------------------
+# Fast paths (issue #7 speed work) against the straightforward computations they replace: bit-for-bit.
+def test_pair_table_fast_paths_match_generic():
+    from ensclust.methods import _spce_pairs
+    rng = np.random.default_rng(12)
+    for n, m, k in ((40, 7, 3), (120, 20, 6), (75, 30, 300)):   # k = 300: labels beyond one byte
+        P = rng.integers(0, k, (n, m))
+        P[:, 0] = np.repeat(np.arange(4), n // 4 + 1)[:n]
+        P = np.column_stack([np.unique(col, return_inverse=True)[1] for col in P.T])
+        sparse_counts = _spce_pairs._upper_pairs(P, max_block_entries=n * 7)   # several row blocks
+        dense_counts = _spce_pairs._upper_pairs_dense(P)
+        for x, y in zip(sparse_counts, dense_counts, strict=True):
+            assert x.dtype == y.dtype and np.array_equal(x, y)
+        rows, cols, counts = sparse_counts
+        free = counts < m
+        fast = _spce_pairs._agreement_patterns(P, rows[free], cols[free])
+        generic = _spce_pairs._agreement_patterns(P, rows[free], cols[free], packed=False)
+        assert np.array_equal(fast[0], generic[0]) and fast[0].dtype == generic[0].dtype
+        assert np.array_equal(fast[1], generic[1])
+
+
+@pytest.mark.parametrize("kernel", [True, False])
+def test_table_components_match_scipy(kernel, monkeypatch):
+    from scipy import sparse
+
+    from ensclust.methods import _spce_pairs
+    if not kernel:   # the public-function fallback
+        monkeypatch.setattr(_spce_pairs, "_connected_components_undirected", None)
+    rng = np.random.default_rng(13)
+    P = rng.integers(0, 5, (60, 6))
+    P[:20] = 0   # a block of Omega-ones
+    table = build_pair_table(P)
+    for density in (0.0, 0.01, 0.05, 0.3, 1.0):
+        S_free = rng.uniform(0.1, 1, table.n_free) * (rng.random(table.n_free) < density)
+        k, comp = table.components(S_free)
+        ref_k, ref = connected_components(upper_matrix(table, S_free), directed=False)
+        assert k == ref_k and np.array_equal(comp, ref)
+        assert table.free_nonzero == np.count_nonzero(S_free)
+        assert np.array_equal(table.free_nonzero_index, np.flatnonzero(S_free))
+        k2, comp2 = table.components(S_free, np.flatnonzero(S_free))
+        assert k2 == k and np.array_equal(comp2, comp)
+    assert sparse.issparse(upper_matrix(table, S_free))
+
+
+def test_pruned_s_update_is_bitwise_full_update():
+    from ensclust.methods.spce import _StageTerms
+    rng = np.random.default_rng(14)
+    n_pairs, n_patterns, m = 5000, 60, 9
+    pattern = rng.integers(0, n_patterns, n_pairs).astype(np.int32)
+    for _ in range(20):
+        alpha = rng.dirichlet(np.ones(m))
+        inv_alpha = 1 / alpha
+        g = rng.integers(0, 2, (n_patterns, m)).astype(float) @ inv_alpha
+        a = float(inv_alpha.sum())
+        W = np.minimum(rng.uniform(0.05, 1.5, n_pairs), 1.0)
+        E = rng.exponential(0.01, n_pairs) * (rng.random(n_pairs) < 0.7)
+        gamma = (m * rng.choice([0.0, 0.1, 0.3, 0.5, 0.8])) ** 2
+        rho = float(2.0 ** rng.integers(-20, 8))
+        full = _StageTerms(W, gamma).s_update(g[pattern], E, a, rho).copy()
+        terms = _StageTerms(W, gamma)
+        assert terms.can_prune
+        pruned, nonzero = terms.s_update_pruned(g, pattern, E, a, rho)
+        assert np.array_equal(full.view(np.int64), pruned.view(np.int64))   # same bits, signed zeros too
+        assert np.array_equal(nonzero, np.flatnonzero(full))
+    with np.errstate(divide="ignore"):   # W = 0 (fixw coassoc mode) keeps the full update
+        assert not _StageTerms(np.array([0.0, 1.0]), 1.0).can_prune
+
+
+@pytest.mark.parametrize("variant", ["spce", "spce-w", "spce-fixw"])
+def test_fast_fit_is_bitwise_full_update_fit(variant, monkeypatch):
+    """The whole fit with the pruned S-update equals the fit with the full update on every free pair: same
+    labels, rho path, branches, objective values and S (bit for bit), over several ensembles and thetas."""
+    from ensclust.methods import spce as spce_module
+    for seed, theta in ((0, 0.0), (1, 0.1), (2, 0.3), (3, 0.5), (4, 0.7)):
+        P, _ = _noisy_ensemble(20 + seed, n=60, noise=0.35)
+        fits = []
+        for prune in (True, False):
+            monkeypatch.setattr(spce_module._StageTerms, "prune", prune)
+            method = get_method(variant, theta=theta)
+            labels = method.fit_predict(P, 3)
+            fits.append((labels, method.diagnostics_, method.consensus_matrix_))
+        (la, da, Sa), (lb, db, Sb) = fits
+        assert np.array_equal(la, lb)
+        for key in ("rho", "branch", "objective", "objective_eq6", "n_components_trace", "alpha"):
+            assert da[key] == db[key], (variant, theta, key)
+        assert (Sa != Sb).nnz == 0

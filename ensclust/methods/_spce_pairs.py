@@ -194,13 +194,17 @@ def _packed_keys(members: np.ndarray, rows: np.ndarray, cols: np.ndarray, block:
     return keys
 
 
-def _agreement_patterns(members: np.ndarray, rows: np.ndarray, cols: np.ndarray):
-    """Distinct agreement patterns of the given pairs and each pair's pattern index."""
+def _agreement_patterns(members: np.ndarray, rows: np.ndarray, cols: np.ndarray, packed: bool = True):
+    """Distinct agreement patterns of the given pairs and each pair's pattern index.
+
+    Patterns are numbered in increasing order of their bit mask (bit i = member i agrees); ``packed=False``
+    forces the member-by-member computation used for m > 62 (the same result).
+    """
     n_pairs = rows.shape[0]
     m = members.shape[1]
     if n_pairs == 0:
         return np.zeros(0, dtype=np.int32), np.zeros((0, m), dtype=bool)
-    if m <= 62:
+    if m <= 62 and packed:
         keys, inverse = np.unique(_packed_keys(members, rows, cols), return_inverse=True)
         # the pattern rows are the bits of the sorted distinct keys
         bits = np.unpackbits(keys.astype("<u8").view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")

@@ -25,6 +25,9 @@ Implementation notes (spec section 6):
 
 from __future__ import annotations
 
+import contextlib
+import os
+
 import numpy as np
 from scipy import sparse
 from threadpoolctl import ThreadpoolController
@@ -41,10 +44,20 @@ DEFAULT_SCHEDULE = "0.9,0.8,0.7,0.6,0.5"
 DEFAULT_INNER_CAPS = "5,5,5,5,20"
 SMALL_PROBLEM = 3000  # n up to which BLAS runs single-threaded (see _fit)
 _BLAS_CONTROLLER: list = []  # one ThreadpoolController per process: finding the BLAS libraries costs ms
+# OpenBLAS takes OPENBLAS_NUM_THREADS, else OMP_NUM_THREADS; OpenMP takes OMP_NUM_THREADS.
+_BLAS_PINNED_BY_ENV = (os.environ.get("OPENBLAS_NUM_THREADS", os.environ.get("OMP_NUM_THREADS")) == "1"
+                       and os.environ.get("OMP_NUM_THREADS") == "1")
 
 
 def _single_threaded_blas():
-    """Context manager limiting BLAS/OpenMP to one thread, with the library scan done once per process."""
+    """Context manager limiting BLAS/OpenMP to one thread, with the library scan done once per process.
+
+    The scan of the loaded libraries costs 10-20 ms in a fresh process (hundreds of shared objects), more
+    than a whole fit on a small data set, so it is skipped when the environment already pins OpenBLAS and
+    OpenMP to one thread (read by the libraries when they were loaded).
+    """
+    if _BLAS_PINNED_BY_ENV:
+        return contextlib.nullcontext()
     if not _BLAS_CONTROLLER:
         _BLAS_CONTROLLER.append(ThreadpoolController())
     return _BLAS_CONTROLLER[0].limit(limits=1)
@@ -77,13 +90,15 @@ class _StageTerms:
     The S-update writes into buffers owned by the stage: the returned S is valid until the next call.
     """
 
+    prune = True  # class switch for the tests: False forces the full S-update on every free pair
+
     def __init__(self, W: np.ndarray, gamma: float):
         self.half_inv_w2 = 0.5 / (W * W)
         self.sqrt_gamma = np.sqrt(gamma)
         self.sqrt_gamma_over_w = self.sqrt_gamma / W
         self.W2 = W * W
         # Pruning by pattern (s_update_pruned) needs 0 < W <= 1, which eq. (13) and W = 1 guarantee.
-        self.can_prune = bool(W.size == 0 or (W.min() > 0.0 and W.max() <= 1.0))
+        self.can_prune = self.prune and bool(W.size == 0 or (W.min() > 0.0 and W.max() <= 1.0))
         self._EH, self._EH_of = None, None
         self._S = np.empty_like(W)
         self._threshold = np.empty_like(W)
