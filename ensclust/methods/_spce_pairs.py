@@ -67,10 +67,14 @@ class PairTable:
         # G = patterns @ (1/alpha), the transposed view's F order for the per-member sums), built once.
         self.patterns_f = self.patterns.astype(np.float64)
         self.patterns_tf = self.patterns.T.astype(np.float64)
-        self._mask = None
+        self._one_pos = None   # positions of the Omega-ones among all pairs, on first use
+        # free pairs grouped by pattern (increasing position inside each group), for the pruned S-update
+        self.by_pattern = _stable_argsort(self.pattern, self.patterns.shape[0])
+        self.pattern_start = np.zeros(self.patterns.shape[0] + 1, dtype=np.int64)
+        np.cumsum(np.bincount(self.pattern, minlength=self.patterns.shape[0]), out=self.pattern_start[1:])
         if self.all_rows is not None:
             # the same pairs in CSC order (= CSR of the transpose), for the undirected component search
-            by_col = np.lexsort((self.all_rows, self.all_cols))
+            by_col = _stable_argsort(self.all_cols, self.n)   # the pairs are in row order already
             self._t_indices = self.all_rows[by_col]
             self._t_rank = np.empty(by_col.shape[0], dtype=np.int64)   # position of each pair in CSC order
             self._t_rank[by_col] = np.arange(by_col.shape[0])
@@ -83,29 +87,24 @@ class PairTable:
         """Connected components of the graph S != 0 (free pairs with S_pq != 0 plus the Omega-ones).
 
         Same graph, hence the same labels (numbered by their smallest point), as ``connected_components`` of
-        the assembled upper-triangle matrix. ``nonzero``: the increasing indices of the free pairs with
-        S != 0 when the caller has them. Side results for the rest of the iteration: ``free_nonzero``
-        (= count_nonzero(S_free)) and ``free_nonzero_index`` (the free pairs with S != 0, increasing).
+        the assembled upper-triangle matrix. ``nonzero``: the indices of the free pairs with S != 0 (any
+        order) when the caller has them. Side results for the rest of the iteration: ``free_nonzero``
+        (= count_nonzero(S_free)) and ``free_nonzero_index`` (= ``nonzero``, else flatnonzero(S_free)).
         """
         if self.all_cols is None:
             raise ValueError("this PairTable was built without its CSR layout")
-        if self._mask is None:
-            self._base_mask = np.zeros(self.all_cols.shape[0], dtype=bool)
-            self._base_mask[self._free_of_pos < 0] = True   # the Omega-ones are always edges
-            self._mask = np.empty_like(self._base_mask)
-            self._edge_data = np.ones(self.all_cols.shape[0])
         if nonzero is None:
             nonzero = np.flatnonzero(S_free)
         self.free_nonzero_index = nonzero
         self.free_nonzero = int(nonzero.shape[0])   # = count_nonzero(S_free), for the objective
-        mask = self._mask
-        np.copyto(mask, self._base_mask)
-        mask[self.free_pos[nonzero]] = True
-        keep = np.flatnonzero(mask)
+        if self._one_pos is None:
+            self._one_pos = np.flatnonzero(self._free_of_pos < 0)
+        # the kept positions in CSR order: the Omega-ones plus the nonzero free pairs (cost ~ nnz, not #pairs)
+        keep = np.sort(np.concatenate([self._one_pos, self.free_pos[nonzero]]))
         indptr = np.searchsorted(keep, self.all_indptr).astype(np.int32)
         indices = self.all_cols[keep]
         if _connected_components_undirected is None:
-            graph = sparse.csr_matrix((self._edge_data[:keep.shape[0]], indices, indptr), shape=(self.n, self.n))
+            graph = sparse.csr_matrix((np.ones(keep.shape[0]), indices, indptr), shape=(self.n, self.n))
             k, comp = connected_components(graph, directed=False)
             return int(k), comp.astype(np.int32)
         keep_t = np.sort(self._t_rank[keep])
@@ -129,6 +128,13 @@ class PairTable:
     def pattern_counts(self) -> np.ndarray:
         """Co-association count of every pattern (how many members agree)."""
         return self.patterns.sum(axis=1).astype(np.int64)
+
+
+def _stable_argsort(values: np.ndarray, bound: int) -> np.ndarray:
+    """Stable argsort of non-negative integers below ``bound`` (radix sort when they fit in 16 bits)."""
+    if bound <= 1 << 16:
+        values = values.astype(np.uint16)
+    return np.argsort(values, kind="stable")
 
 
 def _upper_pairs(members: np.ndarray, max_block_entries: int = 20_000_000):

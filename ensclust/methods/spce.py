@@ -99,7 +99,7 @@ class _StageTerms:
         self.W2 = W * W
         # Pruning by pattern (s_update_pruned) needs 0 < W <= 1, which eq. (13) and W = 1 guarantee.
         self.can_prune = self.prune and bool(W.size == 0 or (W.min() > 0.0 and W.max() <= 1.0))
-        self._EH, self._EH_of = None, None
+        self._EH, self._EH_of, self._sgw = None, None, None
         self._S = np.empty_like(W)
         self._threshold = np.empty_like(W)
         self._below = np.empty(W.shape, dtype=bool)
@@ -116,29 +116,42 @@ class _StageTerms:
         np.copyto(Ca, 0.0, where=below)
         return Ca
 
-    def s_update_pruned(self, g, pattern, E, a, rho):
+    def s_update_pruned(self, g, pattern, E, a, rho, by_pattern=None, pattern_start=None):
         """:meth:`s_update` computed only on the pairs that can end up nonzero; bit-for-bit the same S.
 
         ``g``: G per agreement pattern (G = g[pattern]). Why whole patterns can be skipped: E >= 0 and
         rho >= 0, so the rounded C a = G - rho E / (2 W^2) is <= G, and with W <= 1 the rounded threshold
         sqrt(gamma)/W * sqrt(a) is >= t0 = sqrt(gamma) * sqrt(a) (rounding is monotone). A pair whose
         pattern has g < t0 is therefore below its threshold and gets S = 0, exactly as in the full update.
-        Returns S and the increasing indices of its nonzero entries.
+        The pairs are visited pattern by pattern (``by_pattern``: stable argsort of ``pattern``, with group
+        boundaries ``pattern_start``), so the work is proportional to the pairs of the surviving patterns.
+        Returns S and the indices of its nonzero entries (grouped by pattern, increasing inside a group).
         """
-        if self._EH_of is not E:   # E / (2 W^2): fixed while W and Y are
-            self._EH, self._EH_of = E * self.half_inv_w2, E
-        active = np.flatnonzero((g >= self.sqrt_gamma * np.sqrt(a))[pattern])
-        S = self._S
-        S.fill(0.0)
-        Ca = self._EH[active]
+        if by_pattern is None:
+            by_pattern = np.argsort(pattern, kind="stable")
+            pattern_start = np.concatenate([[0], np.cumsum(np.bincount(pattern, minlength=g.shape[0]))])
+        if self._EH_of is not E:   # E / (2 W^2) in pattern order: fixed while W and Y are
+            self._EH, self._EH_of = (E * self.half_inv_w2)[by_pattern], E
+        if self._sgw is None:
+            self._sgw = self.sqrt_gamma_over_w[by_pattern]
+        survivors = np.flatnonzero(g >= self.sqrt_gamma * np.sqrt(a))
+        first = pattern_start[survivors]
+        lengths = pattern_start[survivors + 1] - first
+        ends = np.cumsum(lengths)
+        total = int(ends[-1]) if ends.shape[0] else 0
+        order = np.arange(total) + np.repeat(first - (ends - lengths), lengths)   # positions in pattern order
+        Ca = self._EH[order]
         Ca *= -rho
-        Ca += g[pattern[active]]
-        below = Ca < self.sqrt_gamma_over_w[active] * np.sqrt(a)
+        Ca += np.repeat(g[survivors], lengths)
+        below = Ca < self._sgw[order] * np.sqrt(a)
         Ca /= a
         np.minimum(Ca, 1.0, out=Ca)
         Ca[below] = 0.0
-        S[active] = Ca
-        return S, active[Ca != 0.0]
+        pairs = by_pattern[order]
+        S = self._S
+        S.fill(0.0)
+        S[pairs] = Ca
+        return S, pairs[Ca != 0.0]
 
 
 def alpha_update(losses: np.ndarray, floor: float) -> np.ndarray:
@@ -292,7 +305,8 @@ class _SPCEBase(ConsensusMethod):
                 if Y is not E_of:  # Y is unchanged after a revert: reuse its distances
                     E, E_of = Y.sqdist(free_rows, free_cols), Y
                 if terms.can_prune:                                          # eq. (16)/(17)
-                    S_free, nonzero = terms.s_update_pruned(g, table.pattern, E, a, rho)
+                    S_free, nonzero = terms.s_update_pruned(g, table.pattern, E, a, rho, table.by_pattern,
+                                                            table.pattern_start)
                 else:
                     G = g[table.pattern] if G is None else G
                     S_free, nonzero = terms.s_update(G, E, a, rho), None
@@ -394,9 +408,9 @@ def member_losses(table: PairTable, W2: np.ndarray, S_free: np.ndarray, same_w=N
 
     Omega pairs contribute nothing (there S = S^(i) for every i). For binary S^(i) and the symmetric pair
     (p, q) counted twice: loss_i = 2 [sum W^2 S^2 - 2 sum_{same_i} W^2 S + sum_{same_i} W^2] (spec 6).
-    ``nonzero``: optional increasing indices of the pairs with S != 0; the per-pattern sums then skip the
-    zero terms (adding +0.0 changes no partial sum, so the result is bit-for-bit the same). ``out``: buffer
-    for W^2 S.
+    ``nonzero``: optional indices of the pairs with S != 0, increasing within each agreement pattern; the
+    per-pattern sums then skip the zero terms and add the others in the same order (adding +0.0 changes no
+    partial sum, so the result is bit-for-bit the same). ``out``: buffer for W^2 S.
     """
     if table.n_free == 0:
         return np.zeros(table.m)
