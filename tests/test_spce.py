@@ -522,3 +522,25 @@ def test_fast_fit_is_bitwise_full_update_fit(variant, monkeypatch):
         for key in ("rho", "branch", "objective", "objective_eq6", "n_components_trace", "alpha"):
             assert da[key] == db[key], (variant, theta, key)
         assert (Sa != Sb).nnz == 0
+
+
+def test_dense_block_laplacian_eigenpairs_bitwise():
+    """The dense Laplacian written directly gives the same eigenpairs, bit for bit, as densifying the sparse
+    D - S (zeros must stay +0.0: their sign steers LAPACK's reflectors)."""
+    import scipy.linalg
+    from scipy import sparse
+
+    from ensclust.methods._spce_spectrum import _block_laplacian, _component_eigenpairs, _dense_laplacian
+    rng = np.random.default_rng(15)
+    n = 80
+    A = np.triu(rng.uniform(0, 1, (n, n)) * (rng.random((n, n)) < 0.2), 1)
+    A[np.arange(n - 1), np.arange(1, n)] = 0.5   # a path: one connected component
+    S_sym = sparse.csr_matrix(A + A.T)
+    idx = np.arange(10, 70)
+    for block in (None, idx):
+        vals, vecs = _component_eigenpairs(S_sym, block, 4, None, 0, 2000, 1e-8, 300)
+        L, _ = _block_laplacian(S_sym, block)
+        sub = S_sym if block is None else S_sym[block][:, block]
+        assert np.array_equal(_dense_laplacian(sub).view(np.int64), L.toarray().view(np.int64))   # +0.0 zeros
+        ref_vals, ref_vecs = scipy.linalg.eigh(L.toarray(), subset_by_index=[1, 4])
+        assert np.array_equal(vals, ref_vals) and np.array_equal(vecs, ref_vecs)

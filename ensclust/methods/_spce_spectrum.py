@@ -105,13 +105,27 @@ def _block_laplacian(S_sym: sparse.csr_matrix, idx: np.ndarray | None):
     return sparse.diags(deg) - sub, deg
 
 
+def _dense_laplacian(sub: sparse.csr_matrix) -> np.ndarray:
+    """Dense L = D - S of a block, bit-for-bit equal to densifying the sparse difference of
+    :func:`_block_laplacian` (S has no stored diagonal, so L_pp = deg_p and L_pq = 0 - S_pq). It is 0 - x,
+    not -x: the zeros must stay +0.0, because the sign of a zero steers LAPACK's Householder reflectors and
+    so the last bits of the eigenvectors."""
+    deg = np.asarray(sub.sum(axis=1)).ravel()
+    L = sub.toarray()
+    np.subtract(0.0, L, out=L)
+    L[np.diag_indices(L.shape[0])] = deg
+    return L
+
+
 def _component_eigenpairs(S_sym, idx, q, warm, rng_seed, dense_limit, tol, maxiter):
     """The q smallest nonzero eigenpairs of the Laplacian of one connected component."""
-    L, deg = _block_laplacian(S_sym, idx)
-    s = L.shape[0]
+    sub = S_sym if idx is None else S_sym[idx][:, idx]
+    s = sub.shape[0]
     if s <= dense_limit or q + 1 >= s // 5:
-        vals, vecs = scipy.linalg.eigh(L.toarray(), subset_by_index=[1, q])
+        L = _dense_laplacian(sub)
+        vals, vecs = scipy.linalg.eigh(L, subset_by_index=[1, q], overwrite_a=True, check_finite=False)
         return vals, vecs
+    L, deg = _block_laplacian(S_sym, idx)
     constant = np.full((s, 1), 1.0 / np.sqrt(s))
     X0 = np.zeros((s, q))
     have = 0
