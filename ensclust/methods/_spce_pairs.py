@@ -182,36 +182,53 @@ def _packed_keys(members: np.ndarray, rows: np.ndarray, cols: np.ndarray, block:
     """Agreement bit mask of every pair (bit i = member i puts p and q together), for m <= 62.
 
     Equal to the member-by-member key of :func:`_agreement_patterns`, but with one comparison of the two
-    label rows and ``packbits`` (little bit order, read as a little-endian 64-bit integer). Block-wise over
-    the pairs, so the temporaries stay below ~30 MB.
+    label rows per pair, written as 0/1 bytes, 8 members per 64-bit word; one multiplication by
+    0x0102040810204080 then gathers the 8 low bits of a word into its top byte. ``rows`` must be
+    non-decreasing (CSR order). Block-wise over the pairs, so the temporaries stay below ~80 MB.
     """
     n, m = members.shape
     top = int(members.max()) if members.size else 0
     small = members.astype(np.uint8 if top < 256 else np.uint16 if top < 65536 else np.int64)
-    keys = np.empty(rows.shape[0], dtype=np.int64)
-    words = np.zeros((min(block, rows.shape[0]), 8), dtype=np.uint8)
+    n_words = (m + 7) // 8
+    keys = np.zeros(rows.shape[0], dtype=np.uint64)
+    same = np.zeros((min(block, rows.shape[0]), 8 * n_words), dtype=bool)
+    magic, shift = np.uint64(0x0102040810204080), np.uint64(56)
     for start in range(0, rows.shape[0], block):
         stop = min(rows.shape[0], start + block)
-        same = small[rows[start:stop]] == small[cols[start:stop]]
-        packed = np.packbits(same, axis=1, bitorder="little")
-        out = words[:stop - start]
-        out[:, :packed.shape[1]] = packed
-        keys[start:stop] = out.view("<u8").ravel()
-    return keys
+        # rows are non-decreasing: repeat each label row as often as it occurs (a sequential copy, several
+        # times faster than gathering the rows)
+        first, last = int(rows[start]), int(rows[stop - 1])
+        repeats = np.bincount(rows[start:stop] - first, minlength=last - first + 1)
+        part = same[:stop - start]
+        np.equal(np.repeat(small[first:last + 1], repeats, axis=0), small[cols[start:stop]], out=part[:, :m])
+        words = part.view("<u8")
+        out = keys[start:stop]
+        for w in range(n_words):
+            out |= ((words[:, w] * magic) >> shift) << np.uint64(8 * w)
+    return keys.astype(np.int64)
 
 
 def _agreement_patterns(members: np.ndarray, rows: np.ndarray, cols: np.ndarray, packed: bool = True):
     """Distinct agreement patterns of the given pairs and each pair's pattern index.
 
     Patterns are numbered in increasing order of their bit mask (bit i = member i agrees); ``packed=False``
-    forces the member-by-member computation used for m > 62 (the same result).
+    forces the member-by-member computation used for m > 62 or unsorted rows (the same result).
     """
     n_pairs = rows.shape[0]
     m = members.shape[1]
     if n_pairs == 0:
         return np.zeros(0, dtype=np.int32), np.zeros((0, m), dtype=bool)
-    if m <= 62 and packed:
-        keys, inverse = np.unique(_packed_keys(members, rows, cols), return_inverse=True)
+    if m <= 62 and packed and np.all(rows[1:] >= rows[:-1]):
+        keys = _packed_keys(members, rows, cols)
+        if m <= 22:   # distinct keys through a 2^m lookup table (<= 20 MB) instead of sorting the pairs
+            present = np.zeros(1 << m, dtype=bool)
+            present[keys] = True
+            keys_present = np.flatnonzero(present)
+            lookup = np.empty(1 << m, dtype=np.int32)
+            lookup[keys_present] = np.arange(keys_present.shape[0], dtype=np.int32)
+            keys, inverse = keys_present, lookup[keys]
+        else:
+            keys, inverse = np.unique(keys, return_inverse=True)
         # the pattern rows are the bits of the sorted distinct keys
         bits = np.unpackbits(keys.astype("<u8").view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
         return inverse.ravel().astype(np.int32), bits[:, :m].astype(bool)
