@@ -147,3 +147,16 @@ def f30_fixture() -> tuple[np.ndarray, np.ndarray]:
     members = check_members(np.array([[int(ch) for ch in row] for row in F30_MEMBER_STRINGS]).T)
     truth = np.array([int(ch) for ch in F30_TRUTH_STRING]) - 1
     return members, truth
+
+
+def invoke_cli(capsys, *argv) -> tuple[int, str, str]:
+    """Run ``ensclust ARGV`` in-process (tests); returns ``(exit code, stdout, stderr)`` from pytest's capsys."""
+    from ensclust.cli import main
+
+    try:
+        main(list(argv))
+        code = 0
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err

@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ensclust.cli import main
+from ensclust.testing import invoke_cli as invoke
 
 CONFIG = """name: clidemo
 seed: 0
@@ -22,16 +22,6 @@ methods:
 metrics: [ari, nmi]
 compare_to: PAPER
 """
-
-
-def invoke(capsys, *argv):
-    try:
-        main(list(argv))
-        code = 0
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def assert_user_error(result, *fragments):

@@ -3,12 +3,12 @@
 import pandas as pd
 import pytest
 
-from ensclust.cli import main
 from ensclust.errors import UserError
 from ensclust.experiment.compare import INDEX_TITLE, run_compare
 from ensclust.experiment.config import compare_targets, load_config_text
 from ensclust.experiment.store import ResultStore, records_to_frame
 from ensclust.experiment.summary import render
+from ensclust.testing import invoke_cli as invoke
 
 CONFIG = """name: multi
 datasets:
@@ -105,16 +105,6 @@ def test_several_tables_write_one_comparison_each_and_an_index(results):
     [explicit] = run_compare(root, str(tmp_path / "t3_nmi.csv"))
     assert [p.name for p in explicit.paths] == ["comparison.csv", "comparison.md"]
     assert pd.read_csv(root / "comparison.csv").equals(nmi)
-
-
-def invoke(capsys, *argv):
-    try:
-        main(list(argv))
-        code = 0
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_cli_repeated_paper_and_errors(results, capsys):

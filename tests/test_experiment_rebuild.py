@@ -4,8 +4,8 @@ import os
 
 import pytest
 
-from ensclust.cli import main
 from ensclust.experiment.store import ResultStore
+from ensclust.testing import invoke_cli as invoke
 
 CONFIG = """name: killed
 seed: 0
@@ -21,16 +21,6 @@ methods:
 metrics: [ari, nmi]
 compare_to: PAPER
 """
-
-
-def invoke(capsys, *argv):
-    try:
-        main(list(argv))
-        code = 0
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture
