@@ -184,14 +184,8 @@ def _sq_dist_rows(H: np.ndarray) -> np.ndarray:
     return D
 
 
-def update_Z(C: np.ndarray, gamma: float, delta: float, H: np.ndarray, *, inner_iter: int = 10,
-             eta0: float = 10.0, rho2: float = 1.5, laplacian: str = "unnormalized") -> np.ndarray:
-    """Z sub-problem (paper Algorithm 1, code update_Z.m), all columns at once; returns the symmetrised Z.
-
-    The code restarts from Z = 1/n, Q = 1, eta = 10 every call and runs a fixed number of inner steps (A9).
-    ``laplacian="unnormalized"`` (code) uses diag(colsum C) - C + gamma I; ``"normalized"`` (paper Alg. 1, A4)
-    uses I - D^-1/2 C D^-1/2 + gamma I (degrees floored at 1e-10).
-    """
+def _z_operator(C: np.ndarray, gamma: float, laplacian: str) -> np.ndarray:
+    """The matrix A' of the Z sub-problem: diag(colsum C) - C + gamma I (code) or I - D^-1/2 C D^-1/2 + gamma I."""
     n = C.shape[0]
     deg = C.sum(axis=0)
     if laplacian == "unnormalized":
@@ -201,6 +195,211 @@ def update_Z(C: np.ndarray, gamma: float, delta: float, H: np.ndarray, *, inner_
         r = 1.0 / np.sqrt(np.maximum(np.abs(deg), 1e-10))
         Ap = -(C * r[:, None]) * r[None, :]
         Ap[np.diag_indices(n)] += 1.0 + gamma
+    return Ap
+
+
+# z_step="sparse": the inner steps whose iterate Z has at most this fraction of nonzeros use the sparse
+# products (two sparse products instead of two dense GEMMs; scipy's CSR x dense runs at ~1/10 of the BLAS GEMM
+# rate here, so the break-even is ~0.1).
+SPARSE_STEP_DENSITY = 0.05
+# C-update of the sparse path: Gm Gm^T as a sparse product when Z has at most this fraction of nonzeros (the
+# dense product is a symmetric rank-n update, twice the GEMM rate).
+SPARSE_PRODUCT_DENSITY = 0.02
+# z_step="auto" takes the sparse path from this n on (below it the per-step Python overhead dominates).
+SPARSE_MIN_N = 150
+
+
+def _symmetrize_inplace(M: np.ndarray, block: int = 1024) -> np.ndarray:
+    """M <- (M + M^T)/2 tile by tile (no n x n temporary); the same element-wise operations as (M + M.T)/2."""
+    n = M.shape[0]
+    for i in range(0, n, block):
+        I = slice(i, min(i + block, n))
+        for j in range(i, n, block):
+            J = slice(j, min(j + block, n))
+            X = M[I, J] + M[J, I].T
+            X /= 2.0
+            M[I, J] = X
+            M[J, I] = X.T
+    return M
+
+
+def _project_rows_to_simplex(T: np.ndarray) -> np.ndarray:
+    """Row-wise version of :func:`project_columns_to_simplex` (same operations along the contiguous axis)."""
+    n = T.shape[1]
+    U = np.sort(T, axis=1)[:, ::-1]
+    css = np.cumsum(U, axis=1)
+    css -= 1.0
+    idx = np.arange(1, n + 1, dtype=T.dtype)[None, :]
+    cond = U * idx > css
+    rho = n - 1 - np.argmax(cond[:, ::-1], axis=1)
+    theta = css[np.arange(T.shape[0]), rho] / (rho + 1)
+    out = T - theta[:, None]
+    np.maximum(out, 0.0, out=out)
+    return out
+
+
+def _z_block_size(n: int) -> int:
+    """Columns of Z per block of the sparse path: 1/8 of n (at least 128), so that the block buffers add up to
+    ~1.3 n x n arrays instead of the ~6 n x n temporaries of the dense path."""
+    return int(min(n, max(128, -(-n // 8))))
+
+
+def _max_asymmetry(M: np.ndarray, block: int = 1024) -> float:
+    """max |M - M^T| tile by tile (no n x n temporary)."""
+    n = M.shape[0]
+    worst = 0.0
+    for i in range(0, n, block):
+        I = slice(i, min(i + block, n))
+        for j in range(i, n, block):
+            J = slice(j, min(j + block, n))
+            worst = max(worst, float(np.max(np.abs(M[I, J] - M[J, I].T))))
+    return worst
+
+
+def _update_Z_sparse(C, gamma, delta, H, *, inner_iter, eta0, rho2, laplacian, stats=None):
+    """The Z sub-problem of :func:`update_Z`, column block by column block, with sparse products.
+
+    The columns of Z are independent, so each block of columns runs the inner steps on its own. A block is
+    stored transposed, W = Z_J^T, which makes the simplex projection row-wise; then (A'^T Z)^T = W A' and
+    (A' P)^T = P^T A'^T. Per step, with S = W A' and S' = W A'^T (= S when A' is symmetric):
+
+    * P^T = W - (S + Q^T)/eta ;
+    * W dense: (A' P)^T = P^T A'^T (a GEMM, as in the dense path);
+    * W sparse (at most ``SPARSE_STEP_DENSITY`` nonzeros): A'P = A'Z - (A'A'^T Z + A'Q)/eta, i.e.
+      (A' P)^T = S' - (W G2 + R^T)/eta with G2 = A'A'^T (one symmetric product per call, computed when first
+      needed) and R = A'Q tracked exactly through R' = R + eta'(A'Z' - A'P); all products are sparse x dense;
+    * the first step starts from Z = 1/n, Q = 1 (rank one): P^T = 1 u^T, (A'P)^T = 1 (A'u)^T, no product.
+
+    When C is symmetric up to rounding (order o <= 2: every G^(i) is symmetric) A' is replaced by its symmetric
+    part, so S' = S and R is tracked for free through the dense steps too. Otherwise (o >= 3: G^(3) = norm(G^(2)
+    G^(1)) is not symmetric) a contiguous copy of A'^T is kept and R is rebuilt with one GEMM (Q^T A'^T) when a
+    sparse step follows a dense one.
+    """
+    n = C.shape[0]
+    dt = C.dtype
+    Ap = _z_operator(C, gamma, laplacian)
+    scale = float(np.max(np.abs(Ap))) if n else 0.0
+    symmetric = _max_asymmetry(Ap) <= 1e-12 * scale
+    if symmetric:
+        Ap = _symmetrize_inplace(Ap)
+        ApT = Ap
+    else:
+        ApT = np.ascontiguousarray(Ap.T)
+    col_sum = Ap.sum(axis=0)  # A'^T 1 (the first step's A'^T Z = (A'^T 1) 1^T / n)
+    row_sum = col_sum if symmetric else Ap.sum(axis=1)  # A' 1 (R = A'Q starts at (A' 1) 1^T)
+    sq = np.einsum("ij,ij->i", H, H)
+    Zt = np.empty((n, n), dtype=dt)
+    G2 = None
+    b = _z_block_size(n)
+    n_sparse = n_dense = n_rebuilt = 0
+    for start in range(0, n, b):
+        stop = min(start + b, n)
+        m = stop - start
+        rows = np.arange(m)
+        # Rows of B = 2 gamma I - delta Dist(H) for this block (B is symmetric).
+        Bt = H[start:stop] @ H.T
+        Bt *= -2.0
+        Bt += sq[start:stop, None]
+        Bt += sq[None, :]
+        np.maximum(Bt, 0.0, out=Bt)
+        Bt *= -delta
+        Bt[rows, start + rows] += 2.0 * gamma
+        # Step 1 from Z = 1/n, Q = 1: every row of P^T is u^T and every row of (A'P)^T is (A'u)^T.
+        eta = eta0
+        u = (1.0 / n - (col_sum / n + 1.0) / eta).astype(dt, copy=False)
+        v = Ap @ u
+        Tt = Bt - v[None, :]
+        Tt /= eta
+        Tt += (u - 1.0 / eta)[None, :]
+        W = _project_rows_to_simplex(Tt)
+        eta *= rho2
+        Qt = W - u[None, :]
+        Qt *= eta
+        Qt += 1.0
+        # R^T = Q^T A'^T, kept up to date while it can be (None: rebuild when a sparse step needs it).
+        Rt = None
+        ApPt_prev = None
+        first = True
+        eta_q = eta
+        for _ in range(1, inner_iter):
+            use_sparse = np.count_nonzero(W) <= SPARSE_STEP_DENSITY * W.size
+            if use_sparse:
+                Ws = sparse.csr_matrix(W)
+                S = np.asarray(Ws @ Ap)
+                S2 = S if symmetric else np.asarray(Ws @ ApT)
+            else:
+                S = W @ Ap
+                S2 = S if symmetric else None
+            # R_k = R_{k-1} + eta_k (A'Z_k - A'P_{k-1}) (needs A'Z_k, free when A' is symmetric or W sparse)
+            if S2 is None:
+                Rt = None
+            elif first:
+                Rt = S2 - v[None, :]
+                Rt *= eta_q
+                Rt += row_sum[None, :]
+            elif Rt is not None:
+                Rt += eta_q * (S2 - ApPt_prev)
+            first = False
+            Pt = S + Qt
+            Pt /= eta
+            np.subtract(W, Pt, out=Pt)
+            if use_sparse:
+                if G2 is None:
+                    G2 = Ap @ Ap.T  # symmetric rank-n product (syrk), once per call
+                if Rt is None:
+                    Rt = Qt @ Ap.T
+                    n_rebuilt += 1
+                ApPt = np.asarray(Ws @ G2)
+                ApPt += Rt
+                ApPt /= eta
+                np.subtract(S2, ApPt, out=ApPt)
+                n_sparse += 1
+            else:
+                ApPt = Pt @ Ap.T
+                n_dense += 1
+            del S, S2
+            # T = P - Q/eta - (A'P - B)/eta
+            Tt = ApPt - Bt
+            Tt /= -eta
+            Tt += Pt
+            Tt -= Qt / eta
+            W = _project_rows_to_simplex(Tt)
+            del Tt
+            eta *= rho2
+            W_minus_P = W - Pt
+            W_minus_P *= eta
+            Qt += W_minus_P
+            del W_minus_P, Pt
+            ApPt_prev = ApPt
+            eta_q = eta
+        Zt[start:stop] = W
+    if stats is not None:
+        stats.append({"sparse_steps": n_sparse, "dense_steps": n_dense, "r_rebuilt": n_rebuilt,
+                      "symmetric": bool(symmetric), "g2": G2 is not None,
+                      "density": float(np.count_nonzero(Zt)) / max(Zt.size, 1)})
+    return _symmetrize_inplace(Zt)
+
+
+def update_Z(C: np.ndarray, gamma: float, delta: float, H: np.ndarray, *, inner_iter: int = 10,
+             eta0: float = 10.0, rho2: float = 1.5, laplacian: str = "unnormalized", z_step: str = "dense",
+             stats: list | None = None) -> np.ndarray:
+    """Z sub-problem (paper Algorithm 1, code update_Z.m), all columns at once; returns the symmetrised Z.
+
+    The code restarts from Z = 1/n, Q = 1, eta = 10 every call and runs a fixed number of inner steps (A9).
+    ``laplacian="unnormalized"`` (code) uses diag(colsum C) - C + gamma I; ``"normalized"`` (paper Alg. 1, A4)
+    uses I - D^-1/2 C D^-1/2 + gamma I (degrees floored at 1e-10).
+
+    ``z_step="dense"`` is the code's loop (two n x n GEMMs per inner step). ``"sparse"`` computes the same
+    iterates (equal up to floating-point reassociation, for symmetric C as in the solver) column block by column
+    block and replaces the two GEMMs by sparse products whenever the iterate Z is sparse - after the simplex
+    projection it usually is (often one nonzero per column), see :func:`_update_Z_sparse`. ``stats`` (a list)
+    receives the sparse/dense step counts of the sparse path.
+    """
+    if z_step == "sparse":
+        return _update_Z_sparse(C, gamma, delta, H, inner_iter=inner_iter, eta0=eta0, rho2=rho2,
+                                laplacian=laplacian, stats=stats)
+    n = C.shape[0]
+    Ap = _z_operator(C, gamma, laplacian)
     B = _sq_dist_rows(H)
     B *= -delta
     B[np.diag_indices(n)] += 2.0 * gamma
@@ -220,6 +419,10 @@ def update_Z(C: np.ndarray, gamma: float, delta: float, H: np.ndarray, *, inner_
 def _smallest_eigvecs(L: np.ndarray, c: int, solver: str, H_prev: np.ndarray | None, rng) -> np.ndarray:
     n = L.shape[0]
     if solver == "dense" or (solver == "auto" and n <= 3000) or c >= n // 5:
+        if not L.any():
+            # Z diagonal (common: after the simplex projection Z is often the identity) -> L_Z = 0, whose
+            # eigenvectors LAPACK returns as the identity (checked in tests/test_awec.py); skips an O(n^3) call.
+            return np.eye(n, c, dtype=L.dtype)
         # Full divide-and-conquer eigendecomposition (LAPACK syevd, as numpy.linalg.eigh). When L_Z has a
         # repeated zero eigenvalue (Z with more than c components, spec A10b) H is not unique and the basis
         # depends on the LAPACK driver: syevd reproduces the spec's reference grid (spec 8.2), while the
@@ -249,15 +452,22 @@ def solve_awec(A: np.ndarray, G: list[np.ndarray], n_clusters: int, *, lam: floa
                max_iter: int = 100, inner_iter: int = 10, eta0: float = 10.0, rho2: float = 1.5,
                laplacian: str = "unnormalized", refresh_mu: bool = False, multiplier_init: str = "ones",
                degree_fallback: str = "error", eigensolver: str = "auto", ablation: str = "none",
-               rng=None, record: bool = False) -> dict:
+               z_step: str = "auto", rng=None, record: bool = False) -> dict:
     """Run the ADMM of spec 3.4 and return ``{"C", "Z", "alpha", "n_iter", "converged", ...}``.
 
     ``ablation``: "none"; "no-topo" drops the topology/gamma terms (no Z, H updates; spec A23, our
     interpretation); "no-high-order" drops the sum_i ||C - alpha_i G^(i)||^2 term (spec A23).
+
+    ``z_step``: "dense" = the code's dense products; "sparse" = the same iteration with sparse products where Z
+    is sparse (Z sub-problem, :func:`update_Z`, and Gm Gm^T in the C-update); "auto" = sparse for
+    n >= ``SPARSE_MIN_N``. Both agree to floating-point reassociation (tests/test_awec.py).
     """
     n = A.shape[0]
     o = len(G)
     c = int(n_clusters)
+    if z_step == "auto":
+        z_step = "sparse" if n >= SPARSE_MIN_N else "dense"
+    z_stats: list = []
     dtype = A.dtype
     use_order = ablation != "no-high-order"
     use_topo = ablation != "no-topo"
@@ -312,7 +522,14 @@ def solve_awec(A: np.ndarray, G: list[np.ndarray], n_clusters: int, *, lam: floa
                         "continue with |d| (a deviation), or change lambda/gamma")
             r = 1.0 / np.sqrt(np.abs(d))  # equals MATLAB's complex product when all signs agree
             Gm = Z * r[:, None]
-            rhs += Gm @ Gm.T
+            if z_step == "sparse" and np.count_nonzero(Z) <= SPARSE_PRODUCT_DENSITY * Z.size:
+                # Z is exactly symmetric (symmetrised by update_Z, or I), so Gm^T = Z diag(r) and
+                # Gm Gm^T = (diag(r) Z) (Z diag(r)): one sparse x dense product.
+                Gm_t = Z * r[None, :]
+                rhs += np.asarray(sparse.csr_matrix(Gm) @ Gm_t)
+                del Gm_t
+            else:
+                rhs += Gm @ Gm.T
             del Gm
         if use_order:
             for ai, Gi in zip(alpha, G, strict=True):
@@ -334,7 +551,8 @@ def solve_awec(A: np.ndarray, G: list[np.ndarray], n_clusters: int, *, lam: floa
         np.clip(J, 0.0, 1.0, out=J)
         if use_topo:
             # --- Z-update (Algorithm 1) ------------------------------------------------------------------
-            Z = update_Z(C, gamma, delta, H, inner_iter=inner_iter, eta0=eta0, rho2=rho2, laplacian=laplacian)
+            Z = update_Z(C, gamma, delta, H, inner_iter=inner_iter, eta0=eta0, rho2=rho2, laplacian=laplacian,
+                         z_step=z_step, stats=z_stats)
         # --- alpha-update (Eq. 19) ----------------------------------------------------------------------
         if use_order:
             alpha = _alpha_update(C, G, sq_norms)
@@ -367,7 +585,9 @@ def solve_awec(A: np.ndarray, G: list[np.ndarray], n_clusters: int, *, lam: floa
         raise AWECNumericalError("AWEC: the learned matrices contain NaN/Inf")
     return {"C": C, "Z": Z, "alpha": alpha, "n_iter": it, "converged": converged, "residual": residual,
             "negative_degree_iterations": neg_iters, "mixed_sign_iterations": mixed_iters,
-            "negative_alpha": negative_alpha, "history": history}
+            "negative_alpha": negative_alpha, "history": history, "z_step": z_step,
+            "z_sparse_steps": int(sum(s["sparse_steps"] for s in z_stats)),
+            "z_dense_steps": int(sum(s["dense_steps"] for s in z_stats))}
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -451,6 +671,11 @@ _PARAMS = {
     "eigensolver": Param("auto", type="str", choices=("auto", "dense", "lobpcg"),
                          doc="eigenvectors of L_Z: dense (exact) or LOBPCG warm start (approximation); auto = dense "
                              "up to n=3000", source="ensclust choice (spec 6)"),
+    "z_step": Param("auto", type="str", choices=("auto", "dense", "sparse"),
+                    doc="products of the Z sub-problem and of Gm Gm^T: dense (the code's GEMMs) or sparse (same "
+                        "iterates up to floating-point reassociation, sparse products while Z is sparse, Z solved "
+                        "in column blocks: fewer n x n buffers); auto = sparse for n >= 150",
+                    source="ensclust choice (issue #6; equal results, tests/test_awec.py)"),
     "dtype": Param("float64", type="str", choices=("float64", "float32"),
                    doc="precision of the n x n iterates (float32 = approximation, half the memory)",
                    source="ensclust choice (spec 6)"),
@@ -542,7 +767,7 @@ class _AWEC(ConsensusMethod):
                              inner_iter=p["inner_iter"], eta0=p["eta0"], rho2=p["rho2"],
                              laplacian=p["laplacian"], refresh_mu=p["refresh_mu"],
                              multiplier_init=p["multiplier_init"], degree_fallback=p["degree_fallback"],
-                             eigensolver=p["eigensolver"], ablation=p["ablation"], rng=rng)
+                             eigensolver=p["eigensolver"], ablation=p["ablation"], z_step=p["z_step"], rng=rng)
         out["info"] = info
         return out
 
@@ -554,6 +779,8 @@ class _AWEC(ConsensusMethod):
             "negative_degree_iterations": int(out["negative_degree_iterations"]),
             "mixed_sign_iterations": int(out["mixed_sign_iterations"]),
             "negative_alpha": bool(out["negative_alpha"]), "solve_memo_hit": bool(out.get("memo_hit", False)),
+            "z_step": out.get("z_step"), "z_sparse_steps": int(out.get("z_sparse_steps", 0)),
+            "z_dense_steps": int(out.get("z_dense_steps", 0)),
             **out.get("info", {}),
         }
 
