@@ -334,3 +334,110 @@ def test_solve_memo_evicts_oldest(f30):
     finally:
         awec.SOLVE_MEMO_LIMIT = old
         awec.clear_solve_memo()
+
+
+# --- z_step="sparse" (issue #6): the same iteration with sparse products ---------------------------------
+
+
+def _captured_Z_inputs(members, c, **params):
+    """(C, H) pairs that the solver passes to update_Z, from a dense solve."""
+    from ensclust.methods import awec
+
+    got = []
+    orig = awec.update_Z
+
+    def capture(C, gamma, delta, H, **kw):
+        got.append((C.copy(), H.copy()))
+        return orig(C, gamma, delta, H, **kw)
+
+    A = coassociation(members, dtype=np.float64)
+    khn, _ = knn_weights(A, c, 0.5)
+    G = connection_matrices(khn, params.pop("order", 2))
+    awec.update_Z = capture
+    try:
+        solve_awec(A, G, c, z_step="dense", **params)
+    finally:
+        awec.update_Z = orig
+    return got
+
+
+@pytest.mark.parametrize("order", [2, 3])
+@pytest.mark.parametrize("threshold", [0.0, 0.05, 1.0])
+def test_sparse_z_step_equals_dense(f30, monkeypatch, order, threshold):
+    """Every captured Z sub-problem: sparse path (all-dense steps, default, all-sparse steps; several column
+    blocks) == dense path to ~1e-12. order 3 makes C non-symmetric (G^(3) = norm(G^(2) G^(1)))."""
+    from ensclust.methods import awec
+
+    gt, members, *_ = f30
+    monkeypatch.setattr(awec, "SPARSE_STEP_DENSITY", threshold)
+    monkeypatch.setattr(awec, "_z_block_size", lambda n: 7)  # 30 = 7+7+7+7+2: uneven blocks
+    cases = _captured_Z_inputs(members, 3, lam=0.04, gamma=50, order=order)
+    assert len(cases) >= 6
+    for gamma in (50.0, 0.5):
+        for C, H in cases[:6]:
+            dense = update_Z(C, gamma, 1.1, H, z_step="dense")
+            stats = []
+            fast = update_Z(C, gamma, 1.1, H, z_step="sparse", stats=stats)
+            np.testing.assert_allclose(fast, dense, rtol=0, atol=1e-12)
+            assert np.array_equal(fast, fast.T)
+            assert stats[0]["symmetric"] == (order == 2)
+            if threshold == 1.0:
+                assert stats[0]["dense_steps"] == 0
+            if threshold == 0.0:
+                assert stats[0]["sparse_steps"] == 0
+
+
+def test_sparse_z_step_equals_dense_normalized_laplacian(f30):
+    gt, members, *_ = f30
+    for C, H in _captured_Z_inputs(members, 3, lam=0.1, gamma=5)[:4]:
+        dense = update_Z(C, 5.0, 1.1, H, laplacian="normalized", z_step="dense")
+        fast = update_Z(C, 5.0, 1.1, H, laplacian="normalized", z_step="sparse")
+        np.testing.assert_allclose(fast, dense, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("params", [{"lambda": 0.1, "gamma": 50}, {"lambda": 0.2, "gamma": 0.5},
+                                    {"lambda": 0.1, "gamma": 5, "dtype": "float32"}])
+def test_sparse_solver_equals_dense(params):
+    """Whole solve on a planted ensemble (n = 240: the auto choice is sparse): same iteration count, labels,
+    alpha, and C, Z to ~1e-10 (float32: same labels and counts)."""
+    from ensclust.testing import planted_ensemble
+
+    members, y = planted_ensemble(240, 4, 20, random_state=3)
+    res = {}
+    for z_step in ("dense", "sparse", "auto"):
+        est = get_method("awec-h", **params, z_step=z_step)
+        res[z_step] = (est.fit_predict(members, 4), est)
+    (lab_d, d), (lab_s, s) = res["dense"], res["sparse"]
+    assert s.diagnostics_["z_sparse_steps"] > 0 and res["auto"][1].diagnostics_["z_step"] == "sparse"
+    assert d.diagnostics_["n_iter"] == s.diagnostics_["n_iter"]
+    assert same_partition(lab_d, lab_s) and np.array_equal(lab_s, res["auto"][0])
+    tol = 1e-4 if params.get("dtype") == "float32" else 1e-10
+    np.testing.assert_allclose(s.diagnostics_["alpha"], d.diagnostics_["alpha"], atol=tol)
+    np.testing.assert_allclose(s.consensus_matrix_, d.consensus_matrix_, atol=tol)
+
+
+def test_eigh_of_zero_matrix_is_identity():
+    """The H-update shortcut for L_Z = 0 (Z diagonal) returns what LAPACK's syevd returns: the identity."""
+    from ensclust.methods.awec import _smallest_eigvecs
+
+    for n in (7, 30, 200):
+        for dtype in (np.float64, np.float32):
+            L = np.zeros((n, n), dtype=dtype)
+            vals, vecs = np.linalg.eigh(L)
+            assert np.array_equal(vecs, np.eye(n)) and not vals.any()
+            H = _smallest_eigvecs(L, 3, "dense", None, None)
+            assert H.dtype == dtype and np.array_equal(H, vecs[:, :3])
+
+
+@pytest.mark.parametrize("lam,gamma,o", [(0.1, 5, 2), (0.2, 0.5, 2), (0.04, 50, 3)])
+def test_sparse_solver_equals_dense_f30(f30, lam, gamma, o):
+    """F30 fixture solves (order 3: non-symmetric C) with the sparse path forced (n = 30 < SPARSE_MIN_N)."""
+    gt, members, A, khn, info, G = f30
+    dense = solve_awec(A, G[:o], 3, lam=lam, gamma=gamma, z_step="dense")
+    fast = solve_awec(A, G[:o], 3, lam=lam, gamma=gamma, z_step="sparse")
+    assert fast["n_iter"] == dense["n_iter"]
+    assert (fast["z_sparse_steps"] > 0) == (gamma >= 5)  # small gamma: Z never sparse, all steps dense
+    np.testing.assert_allclose(fast["alpha"], dense["alpha"], atol=1e-12)
+    np.testing.assert_allclose(fast["C"], dense["C"], atol=1e-10)
+    np.testing.assert_allclose(fast["Z"], dense["Z"], atol=1e-10)
+    assert same_partition(hac_labels(fast["Z"], 3), hac_labels(dense["Z"], 3))

@@ -779,6 +779,7 @@ class _AWEC(ConsensusMethod):
             "negative_degree_iterations": int(out["negative_degree_iterations"]),
             "mixed_sign_iterations": int(out["mixed_sign_iterations"]),
             "negative_alpha": bool(out["negative_alpha"]), "solve_memo_hit": bool(out.get("memo_hit", False)),
+            # inner steps x column blocks of the sparse path that used sparse / dense products (0 for "dense")
             "z_step": out.get("z_step"), "z_sparse_steps": int(out.get("z_sparse_steps", 0)),
             "z_dense_steps": int(out.get("z_dense_steps", 0)),
             **out.get("info", {}),
