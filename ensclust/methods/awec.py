@@ -173,7 +173,8 @@ def project_columns_to_simplex(T: np.ndarray) -> np.ndarray:
     idx = np.arange(1, n + 1, dtype=T.dtype)[:, None]
     cond = U * idx > css
     rho = n - 1 - np.argmax(cond[::-1], axis=0)  # last index where the condition holds
-    theta = css[rho, np.arange(T.shape[1])] / (rho + 1)
+    # (rho + 1) is an integer array: keep theta in T's precision (float32 would silently become float64)
+    theta = (css[rho, np.arange(T.shape[1])] / (rho + 1)).astype(T.dtype, copy=False)
     return np.maximum(T - theta[None, :], 0.0)
 
 
@@ -251,7 +252,7 @@ def _project_rows_to_simplex(T: np.ndarray) -> np.ndarray:
     idx = np.arange(1, k + 1, dtype=T.dtype)[None, :]
     cond = U * idx > css
     rho = k - 1 - np.argmax(cond[:, ::-1], axis=1)
-    theta = css[np.arange(m), rho] / (rho + 1)
+    theta = (css[np.arange(m), rho] / (rho + 1)).astype(T.dtype, copy=False)
     out = T - theta[:, None]
     np.maximum(out, 0.0, out=out)
     return out
@@ -304,6 +305,7 @@ def _update_Z_sparse(C, gamma, delta, H, *, inner_iter, eta0, rho2, laplacian, s
         ApT = Ap
     else:
         ApT = np.ascontiguousarray(Ap.T)
+    H = np.asarray(H, dtype=dt)
     col_sum = Ap.sum(axis=0)  # A'^T 1 (the first step's A'^T Z = (A'^T 1) 1^T / n)
     row_sum = col_sum if symmetric else Ap.sum(axis=1)  # A' 1 (R = A'Q starts at (A' 1) 1^T)
     sq = np.einsum("ij,ij->i", H, H)
@@ -455,7 +457,7 @@ def _smallest_eigvecs(L: np.ndarray, c: int, solver: str, H_prev: np.ndarray | N
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         vals, vecs = lobpcg(L, X0, largest=False, tol=1e-8, maxiter=200)
-    return vecs[:, np.argsort(vals)]
+    return vecs[:, np.argsort(vals)].astype(L.dtype, copy=False)  # float64 X0 would promote float32 runs
 
 
 def _alpha_update(C: np.ndarray, G: list[np.ndarray], sq_norms: np.ndarray) -> np.ndarray:
