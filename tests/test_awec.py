@@ -398,11 +398,11 @@ def test_sparse_z_step_equals_dense_normalized_laplacian(f30):
 @pytest.mark.parametrize("params", [{"lambda": 0.1, "gamma": 50}, {"lambda": 0.2, "gamma": 0.5},
                                     {"lambda": 0.1, "gamma": 5, "dtype": "float32"}])
 def test_sparse_solver_equals_dense(params):
-    """Whole solve on a planted ensemble (n = 240: the auto choice is sparse): same iteration count, labels,
+    """Whole solve on a planted ensemble (n = 300: the auto choice is sparse): same iteration count, labels,
     alpha, and C, Z to ~1e-10 (float32: same labels and counts)."""
     from ensclust.testing import planted_ensemble
 
-    members, y = planted_ensemble(240, 4, 20, random_state=3)
+    members, y = planted_ensemble(300, 4, 20, random_state=3)
     res = {}
     for z_step in ("dense", "sparse", "auto"):
         est = get_method("awec-h", **params, z_step=z_step)

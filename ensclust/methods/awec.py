@@ -26,7 +26,7 @@ memory (approximation). AWEC-H and AWEC-S learn the same Z: an in-process memo (
 the solver parameters, byte-bounded) lets the second variant reuse the first one's solve.
 
 Speed (issue #6): after the column-wise simplex projection the iterate Z of the Z sub-problem is usually
-sparse (often one nonzero per column: Z = I), so ``z_step="sparse"`` (default from n = 150 on) runs the same
+sparse (often one nonzero per column: Z = I), so ``z_step="sparse"`` (default from n = 300 on) runs the same
 inner iteration with sparse x dense products while Z is sparse and with the code's GEMMs while it is dense,
 in column blocks (fewer n x n buffers); see :func:`_update_Z_sparse`. It agrees with ``z_step="dense"`` to
 floating-point reassociation (~1e-14 on the fixtures, tests/test_awec.py). When Z is diagonal, L_Z = 0 and
@@ -215,7 +215,7 @@ SPARSE_STEP_DENSITY = 0.05
 # dense product is a symmetric rank-n update, twice the GEMM rate).
 SPARSE_PRODUCT_DENSITY = 0.02
 # z_step="auto" takes the sparse path from this n on (below it the per-step Python overhead dominates).
-SPARSE_MIN_N = 150
+SPARSE_MIN_N = 300
 
 
 def _symmetrize_inplace(M: np.ndarray, block: int = 1024) -> np.ndarray:
@@ -710,7 +710,7 @@ _PARAMS = {
     "z_step": Param("auto", type="str", choices=("auto", "dense", "sparse"),
                     doc="products of the Z sub-problem and of Gm Gm^T: dense (the code's GEMMs) or sparse (same "
                         "iterates up to floating-point reassociation, sparse products while Z is sparse, Z solved "
-                        "in column blocks: fewer n x n buffers); auto = sparse for n >= 150",
+                        "in column blocks: fewer n x n buffers); auto = sparse for n >= 300",
                     source="ensclust choice (issue #6; equal results, tests/test_awec.py)"),
     "dtype": Param("float64", type="str", choices=("float64", "float32"),
                    doc="precision of the n x n iterates (float32 = approximation, half the memory)",
