@@ -459,3 +459,17 @@ def test_row_projection_equals_column_projection():
         for dtype in (np.float64, np.float32):
             Td = T.astype(dtype)
             np.testing.assert_array_equal(_project_rows_to_simplex(Td), project_columns_to_simplex(Td.T).T)
+
+
+def test_tiled_sparse_product_is_exact(monkeypatch):
+    """The column-tiled CSR x dense product of the sparse path is bit-for-bit scipy's product."""
+    from scipy import sparse as sp
+
+    from ensclust.methods import awec
+
+    monkeypatch.setattr(awec, "SPMM_TILE", 16)
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((150, 150))
+    for density in (0.005, 0.1, 0.5):
+        W = sp.random(40, 150, density=density, random_state=1, format="csr")
+        np.testing.assert_array_equal(awec._sparse_times_dense(W, X), np.asarray(W @ X))
