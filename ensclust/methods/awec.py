@@ -214,8 +214,8 @@ def _z_operator(C: np.ndarray, gamma: float, laplacian: str) -> np.ndarray:
 # 2.7 s for a Z sub-problem with a dense burst (dense path 5.0 s).
 SPARSE_STEP_DENSITY = 0.1
 # C-update of the sparse path: Gm Gm^T as a sparse product when Z has at most this fraction of nonzeros (the
-# dense product is a symmetric rank-n update, twice the GEMM rate).
-SPARSE_PRODUCT_DENSITY = 0.02
+# dense product is a symmetric rank-n update, half the flops of a GEMM: break-even ~1/16).
+SPARSE_PRODUCT_DENSITY = 0.04
 # z_step="auto" takes the sparse path from this n on (below it the per-step Python overhead dominates).
 SPARSE_MIN_N = 300
 
@@ -588,16 +588,17 @@ def solve_awec(A: np.ndarray, G: list[np.ndarray], n_clusters: int, *, lam: floa
                         "arithmetic and fails with NaN here (spec 3.4 step 1). Use degree_fallback='abs' to "
                         "continue with |d| (a deviation), or change lambda/gamma")
             r = 1.0 / np.sqrt(np.abs(d))  # equals MATLAB's complex product when all signs agree
-            Gm = Z * r[:, None]
             if z_step == "sparse" and np.count_nonzero(Z) <= SPARSE_PRODUCT_DENSITY * Z.size:
                 # Z is exactly symmetric (symmetrised by update_Z, or I), so Gm^T = Z diag(r) and
-                # Gm Gm^T = (diag(r) Z) (Z diag(r)): one sparse x dense product.
+                # Gm Gm^T = (diag(r) Z) (Z diag(r)): one sparse x dense product, no dense Gm.
+                Gm_sparse = sparse.diags(r) @ sparse.csr_matrix(Z)
                 Gm_t = Z * r[None, :]
-                rhs += np.asarray(sparse.csr_matrix(Gm) @ Gm_t)
-                del Gm_t
+                rhs += _sparse_times_dense(sparse.csr_matrix(Gm_sparse), Gm_t)
+                del Gm_t, Gm_sparse
             else:
+                Gm = Z * r[:, None]
                 rhs += Gm @ Gm.T
-            del Gm
+                del Gm
         if use_order:
             for ai, Gi in zip(alpha, G, strict=True):
                 rhs += (2.0 * ai) * Gi
