@@ -163,3 +163,19 @@ def test_run_subset_and_dry_run(workdir, capsys):
     assert "3 to run" in out
     assert_user_error(invoke(capsys, "run", "cfg.yaml", "--method", "EAC-AL"), "unknown method label 'EAC-AL'")
     assert_user_error(invoke(capsys, "run", "cfg.yaml", "--dataset", "blobs"), "unknown dataset label 'blobs'")
+
+
+def test_clear_result_caches_forces_a_new_awec_solve():
+    from ensclust.methods import awec, clear_result_caches, get_method
+    from ensclust.testing import planted_ensemble
+
+    members, _ = planted_ensemble(n=60, c=3, m=8, random_state=0)
+    get_method("awec-h", gamma=50).fit_predict(members, 3, random_state=0)
+    again = get_method("awec-h", gamma=50)
+    again.fit_predict(members, 3, random_state=0)
+    assert again.diagnostics_["solve_memo_hit"] is True
+    clear_result_caches()
+    assert not awec._SOLVE_MEMO
+    fresh = get_method("awec-h", gamma=50)
+    fresh.fit_predict(members, 3, random_state=0)
+    assert fresh.diagnostics_["solve_memo_hit"] is False

@@ -16,10 +16,25 @@ import pkgutil
 from ensclust.errors import unknown_name_error
 from ensclust.methods.base import ConsensusMethod, Param
 
-__all__ = ["ConsensusMethod", "Param", "register", "get_method", "get_method_class", "list_methods"]
+__all__ = ["ConsensusMethod", "Param", "register", "get_method", "get_method_class", "list_methods",
+           "register_result_cache", "clear_result_caches"]
 
 _REGISTRY: dict[str, type[ConsensusMethod]] = {}
 _DISCOVERED = False
+_CACHE_CLEARERS: list = []
+
+
+def register_result_cache(clear) -> None:
+    """Register the ``clear()`` of a module's in-process result cache (e.g. AWEC-H/-S sharing one solve)."""
+    if clear not in _CACHE_CLEARERS:
+        _CACHE_CLEARERS.append(clear)
+
+
+def clear_result_caches() -> None:
+    """Empty every in-process result cache, so that the next fit computes everything (benchmarks)."""
+    _discover()
+    for clear in _CACHE_CLEARERS:
+        clear()
 
 
 def register(cls: type[ConsensusMethod]) -> type[ConsensusMethod]:

@@ -46,7 +46,7 @@ from scipy import sparse
 from ensclust.core.coassoc import coassociation
 from ensclust.core.hierarchy import hac_labels
 from ensclust.errors import UserError
-from ensclust.methods import register
+from ensclust.methods import register, register_result_cache
 from ensclust.methods.base import ConsensusMethod, Param
 from ensclust.rng import int_seed
 
@@ -791,6 +791,9 @@ def _memo_store(key: str, out: dict, keep: str) -> None:
 def clear_solve_memo() -> None:
     _SOLVE_MEMO.clear()
     _SOLVE_MEMO_BYTES[0] = 0
+
+
+register_result_cache(clear_solve_memo)
 
 
 class _AWEC(ConsensusMethod):
