@@ -148,8 +148,6 @@ def _child(entry: dict, data_dir, cache_dir) -> dict:
 
 def run_bench(bench_dir="benchmarks", out_dir="results/bench", *, only=None, quick=False, timeout=1800.0,
               data_dir=None, cache_dir="results/cache/pools", echo=print) -> tuple[list[dict], list[Path]]:
-
-
     entries = load_entries(bench_dir)
     if only:
         names = {e["method"] for e in entries}

@@ -144,12 +144,18 @@ def _read_rss_kb() -> tuple[int, int]:
     return cur, peak
 
 
+def _reset_peak_rss() -> int:
+    """Reset this process's peak RSS to its current RSS (Linux: ``5`` into /proc/self/clear_refs); returns
+    the current RSS in kB. Raises OSError where that is not possible."""
+    with open("/proc/self/clear_refs", "w") as fh:
+        fh.write("5")
+    return _read_rss_kb()[0]
+
+
 def rss_supported() -> bool:
-    """Linux lets a process reset its own peak RSS (``5`` into /proc/self/clear_refs)."""
+    """Whether the ``rss`` memory mode works here (Linux lets a process reset its own peak RSS)."""
     try:
-        with open("/proc/self/clear_refs", "w") as fh:
-            fh.write("5")
-        _read_rss_kb()
+        _reset_peak_rss()
         return True
     except OSError:
         return False
@@ -172,9 +178,7 @@ class _MemoryProbe:
                 tracemalloc.start()
             else:
                 try:
-                    with open("/proc/self/clear_refs", "w") as fh:
-                        fh.write("5")  # reset the peak to the current RSS
-                    self._base_kb = _read_rss_kb()[0]
+                    self._base_kb = _reset_peak_rss()
                 except OSError:
                     return
             _trace_users += 1
@@ -283,13 +287,14 @@ def run_experiment(config: ExperimentConfig, *, results_root="results", jobs: in
     """
     from tqdm import tqdm
 
-    if memory is None:
-        memory = "rss" if rss_supported() else "off"
-    if memory not in MEMORY_MODES:
+    if memory not in (None, *MEMORY_MODES):
         from ensclust.errors import unknown_name_error
 
         raise unknown_name_error("memory mode", memory, MEMORY_MODES, "--memory")
-    if memory == "rss" and not rss_supported():
+    rss_ok = memory in (None, "rss") and rss_supported()
+    if memory is None:
+        memory = "rss" if rss_ok else "off"
+    if memory == "rss" and not rss_ok:
         raise UserError("--memory rss needs Linux's /proc/self/clear_refs; use --memory tracemalloc or off")
     root = Path(results_root) / config.name
     store = ResultStore(root)

@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from ensclust.errors import UserError
+from ensclust.experiment.grid import expand_grid
 from ensclust.experiment.store import atomic_write_text
-from ensclust.methods import get_method
+from ensclust.methods import get_method, get_method_class
 from ensclust.metrics import member_scores, nmi
 from ensclust.rng import derive_seed
 from ensclust.synthetic import rcec_synthetic_ensemble
@@ -38,15 +40,13 @@ FIXED_ROWS = {
 }
 
 
-def _points(grid: dict) -> list[dict]:
-    from itertools import product
-
-    keys = list(grid)
-    return [dict(zip(keys, values, strict=True)) for values in product(*(grid[k] for k in keys))] or [{}]
-
-
 def _valid(name: str, params: dict) -> bool:
-    return not (name == "ecmc" and params.get("d0", 0.1) >= params.get("d1", 0.9))
+    """Whether the method accepts this grid point (e.g. ECMC needs d0 < d1)."""
+    try:
+        get_method_class(name).check_params(params)
+    except UserError:
+        return False
+    return True
 
 
 def run(out_dir, *, n_extra=range(0, 11), kinds=("normal", "anomalous", "extreme"), repetitions=20, seed=0,
@@ -71,7 +71,7 @@ def run(out_dir, *, n_extra=range(0, 11), kinds=("normal", "anomalous", "extreme
                     rows.append(dict(kind=kind, n_extra=extra, rep=rep, method="Ave", params="{}",
                                      nmi=float(member_scores(members, y, ["nmi"], nmi_average)["nmi"].mean())))
                 for label, (name, fixed, grid) in methods.items():
-                    for point in _points(grid):
+                    for point in expand_grid(grid):
                         params = {**fixed, **point}
                         key = json.dumps(point, sort_keys=True)
                         if not _valid(name, params) or (kind, extra, rep, label, key) in done:

@@ -37,6 +37,7 @@ import numpy as np
 from scipy import sparse
 from threadpoolctl import threadpool_limits
 
+from ensclust.data.preprocess import preprocess
 from ensclust.errors import UserError, unknown_name_error
 from ensclust.pools.pool import relabel_columns
 from ensclust.rng import derive_seed
@@ -214,9 +215,7 @@ def generate_members(X, spec: dict, *, n_clusters: int | None, seed: int, progre
             for p in plan:
                 Xj = X if p["features"] is None else X[:, p["features"]]
                 if spec.get("subset_normalize") == "l2":
-                    from sklearn.preprocessing import normalize
-
-                    Xj = normalize(Xj, norm="l2")  # all-zero rows stay zero
+                    Xj = preprocess(Xj, "l2")  # all-zero rows stay zero
                 cols.append(_kmeans(Xj, p["k"], p["seed"], spec["init"], spec["max_iter"]))
                 bar.update(1)
         else:
