@@ -9,6 +9,7 @@ Usage::
 
     OMP_NUM_THREADS=1 python -m ensclust.methods._eccms_paper cpu ecoli umist aggregation \
         --out results/eccms_table9_time/cpu_times.csv
+    OMP_NUM_THREADS=1 python -m ensclust.methods._eccms_paper floor ecoli ls --out results/eccms_table9_time/floor.csv
     python -m ensclust.methods._eccms_paper table9 --out results/eccms_table9_time \\
         results/eccms_table4_proposed results/eccms_table4_proposed_large results/eccms_table4_proposed_xl
 """
@@ -78,6 +79,78 @@ def measure_cpu(datasets, data_dir, out_csv, *, alpha=0.8, lam=0.4, ensemble_siz
         out = Path(out_csv)
         out.parent.mkdir(parents=True, exist_ok=True)
         frame.to_csv(out, mode="a", header=not out.exists(), index=False, float_format="%.5g")
+    return pd.DataFrame(rows)
+
+
+def measure_floor(datasets, data_dir, out_csv, paper_csv, *, alpha=0.8, lam=0.4, ensemble_size=20,
+                  repeats=3, known_iter=None) -> pd.DataFrame:
+    """Lower bound on one EC-CMS fit's CPU time: (ADMM iterations) x (CPU time of one C-update's GEMMs).
+
+    The C-update (Eq. 9) multiplies the fixed block inverse of ``2 Phi + (g1 + g2) I`` with a dense n x n
+    right-hand side in every iteration; whatever else an implementation does, it cannot skip these products.
+    Per data set (the paper's run-1 ensemble, alpha = 0.8, lambda = 0.4, the solver's dtype rule): the best of
+    ``repeats`` single-threaded CPU times of exactly the solver's block GEMMs, one ADMM iteration measured
+    as (best time of 4 iterations - best time of 1 iteration) / 3, and the iteration count (``known_iter[dataset]``, e.g.
+    the mean over the runs of Table IX, else one full solve is run to count them). The floor is
+    ``n_iter x gemm_s``; the 20x goal of issue #5 is the paper's Table IX time / 20. Run with
+    ``OMP_NUM_THREADS=1``: CPU time of one thread does not depend on the other jobs of a shared machine.
+    """
+    import time
+
+    import numpy as np
+    from scipy.io import loadmat
+
+    from ensclust.core.coassoc import coassociation
+    from ensclust.core.labels import check_members
+    from ensclust.core.lwca import lwca_matrix
+    from ensclust.methods._eccms_solver import high_confidence_matrix, laplacian_blocks, solve
+    from ensclust.methods.eccms import AUTO_FLOAT32_ABOVE
+
+    paper = pd.read_csv(paper_csv)
+    paper = paper[paper["method"] == "Proposed"].set_index("dataset")["mean"].astype(float)
+    rows = []
+    for name in datasets:
+        pool = loadmat(str(Path(data_dir) / "pools" / f"eccms_{name.lower()}.mat"))
+        cols = np.argsort(np.random.RandomState(1).rand(pool["members"].shape[1]), kind="stable")[:ensemble_size]
+        members = pool["members"][:, cols].astype(np.int64)
+        members = check_members(members)
+        n = members.shape[0]
+        dtype = np.dtype(np.float32 if n > AUTO_FLOAT32_ABOVE else np.float64)
+        H = high_confidence_matrix(coassociation(members, dtype=np.float64, dense=False), alpha)
+        A = lwca_matrix(members, 0.4, dtype=dtype)
+        _, blocks, _ = laplacian_blocks(H, 1.0, 1.0)
+        blocks = [(s, e, Minv.astype(dtype)) for s, e, Minv in blocks]
+        rhs = np.random.default_rng(0).random((n, n)).astype(dtype)
+        gemm = []
+        for _ in range(repeats + 1):           # the first call warms up BLAS and is not counted
+            start = time.process_time()
+            for s, e, Minv in blocks:
+                _ = Minv @ rhs[s:e]
+            gemm.append(time.process_time() - start)
+        gemm = gemm[1:]
+        iters = {1: [], 4: []}
+        for _ in range(repeats):
+            for k in (1, 4):
+                start = time.process_time()
+                solve(A, H, lam, max_iter=k, dtype=dtype)
+                iters[k].append(time.process_time() - start)
+        iters = {k: min(v) for k, v in iters.items()}
+        label = PAPER_NAMES.get(name.lower(), name)
+        n_iter = (known_iter or {}).get(label)
+        if n_iter is None or not np.isfinite(n_iter):
+            n_iter = solve(A, H, lam, dtype=dtype)[1]["n_iter"]
+        ratio = sum((e - s) ** 2 for s, e, _ in blocks) / n ** 2
+        row = {"dataset": label, "n": n, "dtype": str(dtype), "gemm_cost_ratio": ratio,
+               "gemm_s": min(gemm), "iteration_s": (iters[4] - iters[1]) / 3, "n_iter": float(n_iter)}
+        row["floor_s"] = row["n_iter"] * row["gemm_s"]
+        row["paper_s"] = float(paper.get(label, float("nan")))
+        row["goal_20x_s"] = row["paper_s"] / 20
+        row["floor_over_goal"] = row["floor_s"] / row["goal_20x_s"]
+        rows.append(row)
+        print(row, flush=True)
+        out = Path(out_csv)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        pd.DataFrame([row]).to_csv(out, mode="a", header=not out.exists(), index=False, float_format="%.5g")
     return pd.DataFrame(rows)
 
 
@@ -167,6 +240,14 @@ def main(argv=None):
     cpu.add_argument("datasets", nargs="+", help="pool names: ecoli umist aggregation spf caltech20 fct texture ls")
     cpu.add_argument("--out", required=True, help="CSV to append to (e.g. results/eccms_table9_time/cpu_times.csv)")
     cpu.add_argument("--data-dir", default=None)
+    floor = sub.add_parser("floor", help="lower bound: iterations x CPU time of one C-update's block GEMMs")
+    floor.add_argument("datasets", nargs="+", help="pool names: ecoli umist aggregation spf caltech20 fct texture ls")
+    floor.add_argument("--out", required=True, help="CSV to append to (e.g. results/eccms_table9_time/floor.csv)")
+    floor.add_argument("--data-dir", default=None)
+    floor.add_argument("--iters", default="results/eccms_table9_time/table9_time.csv",
+                       help="CSV with dataset / mean_iter (the Table IX runs); missing sets get one full solve")
+    floor.add_argument("--paper", default=str(Path(__file__).resolve().parents[2].parent / "shared" / "paper_tables"
+                                              / "eccms" / "table9_time.csv"))
     t3 = sub.add_parser("table3", help="Table III offsets from the default gamma1 = gamma2 = 1")
     t3.add_argument("result_dir")
     t3.add_argument("--paper", default=str(Path(__file__).resolve().parents[2].parent / "shared" / "paper_tables"
@@ -174,6 +255,14 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.cmd == "table3":
         print(table3_offsets(args.result_dir, args.paper, args.result_dir).to_string(index=False))
+        return
+    if args.cmd == "floor":
+        from ensclust.data.registry import resolve_data_dir
+
+        known = None
+        if args.iters and Path(args.iters).exists():
+            known = pd.read_csv(args.iters).set_index("dataset")["mean_iter"].to_dict()
+        measure_floor(args.datasets, resolve_data_dir(args.data_dir), args.out, args.paper, known_iter=known)
         return
     if args.cmd == "cpu":
         from ensclust.data.registry import resolve_data_dir
