@@ -504,16 +504,94 @@ def test_pruned_s_update_is_bitwise_full_update():
         assert not _StageTerms(np.array([0.0, 1.0]), 1.0).can_prune
 
 
+def test_pruned_s_update_reused_plan_is_bitwise_full_update():
+    """Repeated pruned updates on one stage (the plan of gathers reused while the survivors and E stay, the
+    previous support reset to 0) equal a fresh full update at every call, including after E changes and
+    when the surviving patterns grow, shrink or vanish."""
+    from ensclust.methods.spce import _StageTerms
+    rng = np.random.default_rng(16)
+    n_pairs, n_patterns, m = 3000, 40, 8
+    pattern = rng.integers(0, n_patterns, n_pairs).astype(np.int32)
+    patterns = rng.integers(0, 2, (n_patterns, m)).astype(float)
+    W = np.minimum(rng.uniform(0.05, 1.5, n_pairs), 1.0)
+    gamma = (m * 0.4) ** 2
+    terms = _StageTerms(W, gamma)
+    E = rng.exponential(0.01, n_pairs)
+    alpha = np.full(m, 1 / m)
+    reused = 0
+    for step in range(40):
+        if step % 10 == 9:   # a new Y: new distances
+            E = rng.exponential(0.01, n_pairs) * (rng.random(n_pairs) < 0.7)
+        if step % 4 == 3:    # a new alpha: usually other survivors
+            alpha = rng.dirichlet(np.ones(m) * rng.choice([0.2, 1.0, 50.0]))
+        inv_alpha = 1 / alpha
+        g = patterns @ inv_alpha
+        a = float(inv_alpha.sum())
+        rho = float(2.0 ** rng.integers(-10, 4)) if step % 3 else 0.0
+        plan_before = terms._plan
+        pruned, nonzero = terms.s_update_pruned(g, pattern, E, a, rho)
+        reused += terms._plan is plan_before
+        full = _StageTerms(W, gamma).s_update(g[pattern], E, a, rho)
+        assert np.array_equal(full.view(np.int64), pruned.view(np.int64)), step
+        assert np.array_equal(np.sort(nonzero), np.flatnonzero(full)), step
+    big = np.full(m, 1e-9)   # every pattern below the threshold: S = 0 everywhere after a nonzero S
+    pruned, nonzero = terms.s_update_pruned(patterns @ big, pattern, E, float(big.sum()), 1.0)
+    assert not np.any(pruned) and nonzero.shape[0] == 0
+    assert reused >= 10   # the reuse path was exercised
+
+
+def test_table_components_reuse_and_lazy_indicator_embedding():
+    """components() answers a repeated nonzero set from its last call and recomputes on any change; the
+    indicator Y of a spectrum with more than c components is built on first read, equal to the eager one."""
+    from ensclust.methods._spce_spectrum import _indicator_embedding, indicator_spectrum
+    rng = np.random.default_rng(17)
+    P = rng.integers(0, 5, (60, 6))
+    table = build_pair_table(P)
+    previous = None
+    for step in range(12):
+        if step % 3 == 0 or previous is None:
+            S_free = rng.uniform(0.1, 1, table.n_free) * (rng.random(table.n_free) < rng.choice([0.005, 0.02, 0.1]))
+        nonzero = np.flatnonzero(S_free)
+        k, comp = table.components(S_free, nonzero.copy())
+        ref_k, ref = connected_components(upper_matrix(table, S_free), directed=False)
+        assert k == ref_k and np.array_equal(comp, ref)
+        assert table.free_nonzero == nonzero.shape[0] and np.array_equal(table.free_nonzero_index, nonzero)
+        if step % 3:
+            assert comp is previous   # same nonzero set: the last answer
+        previous = comp
+        for c in (1, 2, max(1, k - 1)):
+            if k > c:
+                spec = indicator_spectrum(comp, k, c)
+                eager = _indicator_embedding(comp, np.bincount(comp, minlength=k), c, comp.shape[0])
+                assert np.array_equal(spec.embedding.weight, eager.weight)
+                assert np.array_equal(spec.embedding.comp, eager.comp) and spec.embedding.extra.shape == (60, 0)
+                assert spec.embedding is spec.embedding and np.array_equal(spec.values, np.zeros(c + 1))
+
+
+def test_lobpcg_fit_with_warm_start():
+    """n > dense_limit: the warm start from the members' indicators is built and LOBPCG runs in the fit
+    (n <= dense_limit never reaches LOBPCG, so the fit skips that warm start)."""
+    P, y = _noisy_ensemble(5, n=90, noise=0.1)
+    method = get_method("spce", theta=0.1, dense_limit=20)
+    labels = method.fit_predict(P, 3)
+    assert method.diagnostics_["lobpcg_calls"] > 0 and ari(y, labels) > 0.9
+    assert get_method("spce", theta=0.1).fit(P, 3).diagnostics_["lobpcg_calls"] == 0
+
+
 @pytest.mark.parametrize("variant", ["spce", "spce-w", "spce-fixw"])
 def test_fast_fit_is_bitwise_full_update_fit(variant, monkeypatch):
-    """The whole fit with the pruned S-update equals the fit with the full update on every free pair: same
-    labels, rho path, branches, objective values and S (bit for bit), over several ensembles and thetas."""
+    """The whole fit with the fast paths (pruned S-update with reused plans, components reused for a
+    repeated nonzero set) equals the fit with the full update on every free pair and fresh components at
+    every iteration: same labels, rho path, branches, objective values and S (bit for bit), over several
+    ensembles and thetas."""
+    from ensclust.methods import _spce_pairs
     from ensclust.methods import spce as spce_module
     for seed, theta in ((0, 0.0), (1, 0.1), (2, 0.3), (3, 0.5), (4, 0.7)):
         P, _ = _noisy_ensemble(20 + seed, n=60, noise=0.35)
         fits = []
         for prune in (True, False):
             monkeypatch.setattr(spce_module._StageTerms, "prune", prune)
+            monkeypatch.setattr(_spce_pairs.PairTable, "reuse_components", prune)
             method = get_method(variant, theta=theta)
             labels = method.fit_predict(P, 3)
             fits.append((labels, method.diagnostics_, method.consensus_matrix_))

@@ -19,6 +19,7 @@ S != 0, needed at every inner iteration, come from one mask and one ``connected_
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 from scipy import sparse
@@ -61,6 +62,8 @@ class PairTable:
     all_indptr: np.ndarray | None = None
     free_pos: np.ndarray | None = None
     all_rows: np.ndarray | None = None
+    #: class switch for the tests: False recomputes the components even for a repeated nonzero set
+    reuse_components: ClassVar[bool] = True
 
     def __post_init__(self):
         # Float copies of the patterns in the exact layouts the products have always used (C order for
@@ -68,6 +71,7 @@ class PairTable:
         self.patterns_f = self.patterns.astype(np.float64)
         self.patterns_tf = self.patterns.T.astype(np.float64)
         self._one_pos = None   # positions of the Omega-ones among all pairs, on first use
+        self._last_components = None   # (nonzero, k, comp) of the last components() call
         # free pairs grouped by pattern (increasing position inside each group), for the pruned S-update
         self.by_pattern = _stable_argsort(self.pattern, self.patterns.shape[0])
         self.pattern_start = np.zeros(self.patterns.shape[0] + 1, dtype=np.int64)
@@ -97,6 +101,15 @@ class PairTable:
             nonzero = np.flatnonzero(S_free)
         self.free_nonzero_index = nonzero
         self.free_nonzero = int(nonzero.shape[0])   # = count_nonzero(S_free), for the objective
+        # Successive S-updates often keep exactly the same nonzero pairs: the same graph, the same answer.
+        last = self._last_components
+        if last is not None and self.reuse_components and np.array_equal(last[0], nonzero):
+            return last[1], last[2]
+        k, comp = self._label_components(nonzero)
+        self._last_components = (nonzero, k, comp)
+        return k, comp
+
+    def _label_components(self, nonzero: np.ndarray) -> tuple[int, np.ndarray]:
         if self._one_pos is None:
             self._one_pos = np.flatnonzero(self._free_of_pos < 0)
         # the kept positions in CSR order: the Omega-ones plus the nonzero free pairs (cost ~ nnz, not #pairs)

@@ -75,15 +75,35 @@ class Embedding:
         return np.maximum(out, 0.0, out=out)
 
 
-@dataclass
 class Spectrum:
-    """Result of :func:`smallest_eigenpairs`."""
+    """Result of :func:`smallest_eigenpairs`.
 
-    embedding: Embedding
-    n_components: int
-    values: np.ndarray | None  # the c+1 smallest eigenvalues (None when not computed)
-    labels: np.ndarray         # connected-component labels of S != 0
-    trace: float = 0.0         # tr(Y^T L Y) = sum of the eigenvalues of the columns of Y
+    Attributes: ``embedding`` (Y, an :class:`Embedding`), ``n_components``, ``values`` (the c+1 smallest
+    eigenvalues, None when not computed), ``labels`` (connected-component labels of S != 0) and ``trace``
+    (tr(Y^T L Y) = sum of the eigenvalues of the columns of Y).
+
+    ``embedding=None`` with ``n_clusters=c``: Y is made of the indicators of the c largest components and
+    is only built when read (with more than c components SPCE's rank test halves rho and keeps the previous
+    Y, so it is usually never read).
+    """
+
+    def __init__(self, embedding: Embedding | None, n_components: int, values: np.ndarray | None,
+                 labels: np.ndarray, trace: float = 0.0, n_clusters: int | None = None):
+        if embedding is None and n_clusters is None:
+            raise ValueError("Spectrum: give the embedding or the number of clusters of its indicators")
+        self._embedding = embedding
+        self._n_clusters = n_clusters
+        self.n_components = n_components
+        self.values = values
+        self.labels = labels
+        self.trace = trace
+
+    @property
+    def embedding(self) -> Embedding:
+        if self._embedding is None:
+            sizes = np.bincount(self.labels, minlength=self.n_components)
+            self._embedding = _indicator_embedding(self.labels, sizes, self._n_clusters, self.labels.shape[0])
+        return self._embedding
 
 
 def _indicator_embedding(comp: np.ndarray, sizes: np.ndarray, c: int, n: int) -> Embedding:
@@ -155,9 +175,8 @@ def _component_eigenpairs(S_sym, idx, q, warm, rng_seed, dense_limit, tol, maxit
 def indicator_spectrum(comp: np.ndarray, k: int, c: int, rank_test: str = "eigen") -> Spectrum:
     """The spectrum when S != 0 has k > c components: the c + 1 smallest eigenvalues are all 0 and Y is
     made of component indicators (no eigensolver needed)."""
-    sizes = np.bincount(comp, minlength=k)
     values = np.zeros(c + 1) if rank_test == "eigen" else None
-    return Spectrum(_indicator_embedding(comp, sizes, c, comp.shape[0]), int(k), values, comp)
+    return Spectrum(None, int(k), values, comp, n_clusters=c)   # Y built on first use
 
 
 def smallest_eigenpairs(S_upper: sparse.csr_matrix, c: int, *, rank_test: str = "eigen", previous=None,

@@ -106,13 +106,16 @@ class _StageTerms:
         # Pruning by pattern (s_update_pruned) needs 0 < W <= 1, which eq. (13) and W = 1 guarantee.
         self.can_prune = self.prune and bool(W.size == 0 or (W.min() > 0.0 and W.max() <= 1.0))
         self._EH, self._EH_of, self._sgw = None, None, None
+        self._plan = None       # the pruned update's gathers for one survivor set (see s_update_pruned)
         self._S = np.empty_like(W)
+        self._S_support = None  # pairs of _S that may be nonzero; None: anywhere (not yet known)
         self._threshold = np.empty_like(W)
         self._below = np.empty(W.shape, dtype=bool)
         self.work = np.empty_like(W)
 
     def s_update(self, G, E, a, rho):
         # C a = G - rho E / (2 W^2); compare C a with sqrt(gamma) sqrt(a) / W (same as C < sqrt(tau)).
+        self._S_support = None
         Ca = np.multiply(E, self.half_inv_w2, out=self._S)
         Ca *= -rho
         Ca += G
@@ -132,31 +135,46 @@ class _StageTerms:
         The pairs are visited pattern by pattern (``by_pattern``: stable argsort of ``pattern``, with group
         boundaries ``pattern_start``), so the work is proportional to the pairs of the surviving patterns.
         Returns S and the indices of its nonzero entries (grouped by pattern, increasing inside a group).
+
+        Consecutive calls of a stage usually keep the same surviving patterns (and E, while Y is reverted),
+        so the gathers that depend only on them (positions, E / (2 W^2), the thresholds' sqrt(gamma)/W and
+        the pattern of every visited pair) are kept in a plan and reused; the arithmetic on the gathered
+        values is the same, element by element. Only the pairs written by the previous call are reset to 0.
         """
         if by_pattern is None:
             by_pattern = np.argsort(pattern, kind="stable")
             pattern_start = np.concatenate([[0], np.cumsum(np.bincount(pattern, minlength=g.shape[0]))])
         if self._EH_of is not E:   # E / (2 W^2) in pattern order: fixed while W and Y are
             self._EH, self._EH_of = (E * self.half_inv_w2)[by_pattern], E
+            self._plan = None
         if self._sgw is None:
             self._sgw = self.sqrt_gamma_over_w[by_pattern]
-        survivors = np.flatnonzero(g >= self.sqrt_gamma * np.sqrt(a))
-        first = pattern_start[survivors]
-        lengths = pattern_start[survivors + 1] - first
-        ends = np.cumsum(lengths)
-        total = int(ends[-1]) if ends.shape[0] else 0
-        order = np.arange(total) + np.repeat(first - (ends - lengths), lengths)   # positions in pattern order
-        Ca = self._EH[order]
-        Ca *= -rho
-        Ca += np.repeat(g[survivors], lengths)
-        below = Ca < self._sgw[order] * np.sqrt(a)
+        sqrt_a = np.sqrt(a)
+        survivors = np.flatnonzero(g >= self.sqrt_gamma * sqrt_a)
+        plan = self._plan
+        if plan is None or not np.array_equal(plan[0], survivors):
+            first = pattern_start[survivors]
+            lengths = pattern_start[survivors + 1] - first
+            ends = np.cumsum(lengths)
+            total = int(ends[-1]) if ends.shape[0] else 0
+            order = np.arange(total) + np.repeat(first - (ends - lengths), lengths)   # positions, pattern order
+            # survivors, E/(2W^2) and sqrt(gamma)/W of the visited pairs, their pattern, their pair index
+            plan = (survivors, self._EH[order], self._sgw[order], np.repeat(survivors, lengths), by_pattern[order])
+            self._plan = plan
+        _, eh, sgw, visited_pattern, pairs = plan
+        Ca = np.multiply(eh, -rho)
+        Ca += g[visited_pattern]
+        below = Ca < sgw * sqrt_a
         Ca /= a
         np.minimum(Ca, 1.0, out=Ca)
         Ca[below] = 0.0
-        pairs = by_pattern[order]
         S = self._S
-        S.fill(0.0)
+        if self._S_support is None:
+            S.fill(0.0)
+        elif self._S_support is not pairs:
+            S[self._S_support] = 0.0
         S[pairs] = Ca
+        self._S_support = pairs
         return S, pairs[Ca != 0.0]
 
 
@@ -274,8 +292,13 @@ class _SPCEBase(ConsensusMethod):
         rho = float(self.rho0)
         # Y from S_hat (eq. 18). Warm start for the iterative eigensolver: random mixtures of the members'
         # cluster indicators, which are piecewise constant on the co-association blocks and so lie close to
-        # the wanted low eigenvectors (a fixed seed keeps the method deterministic).
-        mix = one_hot(members) @ np.random.default_rng(0).standard_normal((int(cluster_counts(members).sum()), c + 1))
+        # the wanted low eigenvectors (a fixed seed keeps the method deterministic). Only LOBPCG reads it, and
+        # only components larger than dense_limit go to LOBPCG: none when n <= dense_limit.
+        if n > self.dense_limit:
+            mix = one_hot(members) @ np.random.default_rng(0).standard_normal((int(cluster_counts(members).sum()),
+                                                                               c + 1))
+        else:
+            mix = np.zeros((n, 0))
         start = Embedding(comp=np.zeros(n, dtype=np.int32), weight=np.zeros(n), extra=mix)
         spec = self._spectrum(table, S_free, c, start)
         Y = spec.embedding
@@ -318,7 +341,6 @@ class _SPCEBase(ConsensusMethod):
                     S_free, nonzero = terms.s_update(G, E, a, rho), None
                 Y_old = Y
                 spec = self._spectrum(table, S_free, c, Y_old, nonzero)      # eq. (18)
-                Y = spec.embedding
                 losses = member_losses(table, terms.W2, S_free, same_w, table.free_nonzero_index,
                                        terms.work)
                 alpha = alpha_update(losses, self.alpha_floor)               # eq. (21)
@@ -341,12 +363,13 @@ class _SPCEBase(ConsensusMethod):
                     branch = "double"
                 elif more:
                     rho /= 2.0
-                    Y = Y_old
-                    branch = "halve"
+                    branch = "halve"   # Y stays Y_old (the new one is not even built when indicators)
                 elif it > 0:
                     branch = "exit"
                 else:
                     branch = "keep"
+                if branch != "halve":
+                    Y = spec.embedding
                 diag["rho"].append(rho)
                 diag["branch"].append(branch)
                 if branch == "exit":
