@@ -129,9 +129,10 @@ class _StageTerms:
         """:meth:`s_update` computed only on the pairs that can end up nonzero; bit-for-bit the same S.
 
         ``g``: G per agreement pattern (G = g[pattern]). Why whole patterns can be skipped: E >= 0 and
-        rho >= 0, so the rounded C a = G - rho E / (2 W^2) is <= G, and with W <= 1 the rounded threshold
-        sqrt(gamma)/W * sqrt(a) is >= t0 = sqrt(gamma) * sqrt(a) (rounding is monotone). A pair whose
-        pattern has g < t0 is therefore below its threshold and gets S = 0, exactly as in the full update.
+        rho >= 0, so the rounded C a = G - rho E / (2 W^2) is <= G, and the rounded threshold
+        sqrt(gamma)/W * sqrt(a) of every pair of pattern u is >= t_u = min_u(sqrt(gamma)/W) * sqrt(a)
+        (rounding is monotone; the minimum runs over the pairs of u). A pair whose pattern has g < t_u is
+        therefore below its threshold and gets S = 0, exactly as in the full update.
         The pairs are visited pattern by pattern (``by_pattern``: stable argsort of ``pattern``, with group
         boundaries ``pattern_start``), so the work is proportional to the pairs of the surviving patterns.
         Returns S and the indices of its nonzero entries (grouped by pattern, increasing inside a group).
@@ -149,8 +150,9 @@ class _StageTerms:
             self._plan = None
         if self._sgw is None:
             self._sgw = self.sqrt_gamma_over_w[by_pattern]
+            self._pattern_floor = _group_minimum(self._sgw, pattern_start)   # min of sqrt(gamma)/W per pattern
         sqrt_a = np.sqrt(a)
-        survivors = np.flatnonzero(g >= self.sqrt_gamma * sqrt_a)
+        survivors = np.flatnonzero(g >= self._pattern_floor * sqrt_a)
         plan = self._plan
         if plan is None or not np.array_equal(plan[0], survivors):
             first = pattern_start[survivors]
@@ -176,6 +178,15 @@ class _StageTerms:
         S[pairs] = Ca
         self._S_support = pairs
         return S, pairs[Ca != 0.0]
+
+
+def _group_minimum(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Minimum of values[starts[u]:starts[u+1]] for every group u; +inf for an empty group."""
+    out = np.full(starts.shape[0] - 1, np.inf)
+    nonempty = np.flatnonzero(starts[1:] > starts[:-1])
+    if nonempty.shape[0]:
+        out[nonempty] = np.minimum.reduceat(values, starts[nonempty])
+    return out
 
 
 def alpha_update(losses: np.ndarray, floor: float) -> np.ndarray:
