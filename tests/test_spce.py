@@ -455,6 +455,34 @@ def test_pair_table_fast_paths_match_generic():
         generic = _spce_pairs._agreement_patterns(P, rows[free], cols[free], packed=False)
         assert np.array_equal(fast[0], generic[0]) and fast[0].dtype == generic[0].dtype
         assert np.array_equal(fast[1], generic[1])
+        if m <= _spce_pairs.DENSE_KEYS_MAX_M:   # pairs and bit masks from one weighted product
+            key_rows, key_cols, keys = _spce_pairs._upper_pair_keys_dense(P)
+            assert np.array_equal(key_rows, rows) and np.array_equal(key_cols, cols)
+            assert np.array_equal(keys, _spce_pairs._packed_keys(P, rows, cols))
+            assert np.array_equal(np.bitwise_count(keys.astype(np.uint64)), counts)
+            with_keys = _spce_pairs._agreement_patterns(P, rows[free], cols[free], keys=keys[free])
+            assert np.array_equal(with_keys[0], generic[0]) and np.array_equal(with_keys[1], generic[1])
+        else:
+            with pytest.raises(ValueError):
+                _spce_pairs._upper_pair_keys_dense(P)
+
+
+def test_pair_table_routes_agree(monkeypatch):
+    """build_pair_table through the weighted dense product (m <= 24) equals the counts + packed-keys route."""
+    from ensclust.methods import _spce_pairs
+    rng = np.random.default_rng(20)
+    for n, m, k in ((50, 5, 3), (90, 24, 6), (64, 12, 2)):
+        P = rng.integers(0, k, (n, m))
+        P[:8] = 0
+        P = np.column_stack([np.unique(col, return_inverse=True)[1] for col in P.T])
+        fast = build_pair_table(P)
+        monkeypatch.setattr(_spce_pairs, "DENSE_KEYS_MAX_M", 0)
+        generic = build_pair_table(P)
+        monkeypatch.undo()
+        for name in ("free_rows", "free_cols", "one_rows", "one_cols", "pattern", "patterns", "all_cols",
+                     "all_indptr", "free_pos", "all_rows"):
+            a, b = getattr(fast, name), getattr(generic, name)
+            assert a.dtype == b.dtype and np.array_equal(a, b), name
 
 
 @pytest.mark.parametrize("kernel", [True, False])

@@ -25,7 +25,7 @@ import numpy as np
 from scipy import sparse
 from scipy.sparse.csgraph import connected_components
 
-from ensclust.core.labels import one_hot
+from ensclust.core.labels import cluster_counts, one_hot
 
 try:  # the undirected labelling kernel behind scipy's connected_components, called on prepared CSR arrays
     from scipy.sparse.csgraph._traversal import _connected_components_undirected
@@ -34,6 +34,8 @@ except ImportError:  # pragma: no cover - other scipy versions: the public funct
 
 #: n up to which the co-association counts come from one dense product (n^2 float32 entries: 16 MB at 2000)
 DENSE_COUNTS_LIMIT = 2000
+#: largest m whose agreement bit masks the dense product gives exactly (float32: integers below 2^24)
+DENSE_KEYS_MAX_M = 24
 
 
 @dataclass
@@ -254,6 +256,26 @@ def _upper_pairs_dense(members: np.ndarray):
     return rows.astype(np.int32), cols.astype(np.int32), counts.ravel()[flat].astype(np.int32)
 
 
+def _upper_pair_keys_dense(members: np.ndarray):
+    """Rows, cols (int32, CSR order) and agreement bit masks (int64) of the pairs p < q put together by at
+    least one member, for small n and m <= DENSE_KEYS_MAX_M, from one dense float32 product.
+
+    With the one-hot columns of member i weighted by 2^i, entry (p, q) of the product is the pair's bit mask
+    (bit i = member i puts p and q together): a sum of distinct powers of two below 2^24, exact in float32
+    whatever the summation order. The same pairs as :func:`_upper_pairs_dense` (mask > 0 <=> count > 0) and
+    the same masks as :func:`_packed_keys`.
+    """
+    n, m = members.shape
+    if m > DENSE_KEYS_MAX_M:
+        raise ValueError(f"bit masks of {m} members are not exact in float32")
+    indicators = one_hot(members, dtype=np.float32).toarray()
+    weighted = indicators * np.repeat(np.exp2(np.arange(m, dtype=np.float32)), cluster_counts(members))
+    masks = weighted @ indicators.T
+    flat = np.flatnonzero(np.triu(masks > 0.5, 1))
+    rows, cols = np.divmod(flat, n)
+    return rows.astype(np.int32), cols.astype(np.int32), masks.ravel()[flat].astype(np.int64)
+
+
 def _packed_keys(members: np.ndarray, rows: np.ndarray, cols: np.ndarray, block: int = 1 << 20) -> np.ndarray:
     """Agreement bit mask of every pair (bit i = member i puts p and q together), for m <= 62.
 
@@ -284,18 +306,21 @@ def _packed_keys(members: np.ndarray, rows: np.ndarray, cols: np.ndarray, block:
     return keys.astype(np.int64)
 
 
-def _agreement_patterns(members: np.ndarray, rows: np.ndarray, cols: np.ndarray, packed: bool = True):
+def _agreement_patterns(members: np.ndarray, rows: np.ndarray, cols: np.ndarray, packed: bool = True,
+                        keys: np.ndarray | None = None):
     """Distinct agreement patterns of the given pairs and each pair's pattern index.
 
     Patterns are numbered in increasing order of their bit mask (bit i = member i agrees); ``packed=False``
-    forces the member-by-member computation used for m > 62 or unsorted rows (the same result).
+    forces the member-by-member computation used for m > 62 or unsorted rows (the same result). ``keys``:
+    the pairs' bit masks when the caller has them (m <= 62).
     """
     n_pairs = rows.shape[0]
     m = members.shape[1]
     if n_pairs == 0:
         return np.zeros(0, dtype=np.int32), np.zeros((0, m), dtype=bool)
-    if m <= 62 and packed and np.all(rows[1:] >= rows[:-1]):
-        keys = _packed_keys(members, rows, cols)
+    if m <= 62 and packed and (keys is not None or np.all(rows[1:] >= rows[:-1])):
+        if keys is None:
+            keys = _packed_keys(members, rows, cols)
         if m <= 22:   # distinct keys through a 2^m lookup table (<= 20 MB) instead of sorting the pairs
             present = np.zeros(1 << m, dtype=bool)
             present[keys] = True
@@ -333,9 +358,14 @@ def _agreement_patterns(members: np.ndarray, rows: np.ndarray, cols: np.ndarray,
 def build_pair_table(members: np.ndarray) -> PairTable:
     """The :class:`PairTable` of a relabelled n x m label matrix."""
     n, m = members.shape
-    rows, cols, counts = (_upper_pairs_dense if n <= DENSE_COUNTS_LIMIT else _upper_pairs)(members)
-    is_one = counts == m
-    del counts
+    keys = None
+    if n <= DENSE_COUNTS_LIMIT and m <= DENSE_KEYS_MAX_M:   # pairs and bit masks from one product
+        rows, cols, keys = _upper_pair_keys_dense(members)
+        is_one = keys == (1 << m) - 1
+    else:
+        rows, cols, counts = (_upper_pairs_dense if n <= DENSE_COUNTS_LIMIT else _upper_pairs)(members)
+        is_one = counts == m
+        del counts
     one_rows, one_cols = rows[is_one], cols[is_one]
     all_indptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(rows, minlength=n), out=all_indptr[1:])
@@ -343,8 +373,9 @@ def build_pair_table(members: np.ndarray) -> PairTable:
     np.logical_not(is_one, out=is_one)
     free_pos = np.flatnonzero(is_one)
     free_rows, free_cols = rows[is_one], cols[is_one]
-    del is_one
-    pattern, patterns = _agreement_patterns(members, free_rows, free_cols)
+    free_keys = None if keys is None else keys[is_one]
+    del is_one, keys
+    pattern, patterns = _agreement_patterns(members, free_rows, free_cols, keys=free_keys)
     return PairTable(n=n, m=m, free_rows=free_rows, free_cols=free_cols, one_rows=one_rows, one_cols=one_cols,
                      pattern=pattern, patterns=patterns, all_cols=all_cols, all_indptr=all_indptr,
                      free_pos=free_pos, all_rows=all_rows)
