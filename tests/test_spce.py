@@ -546,7 +546,8 @@ def test_pruned_s_update_reused_plan_is_bitwise_full_update():
     terms = _StageTerms(W, gamma)
     E = rng.exponential(0.01, n_pairs)
     alpha = np.full(m, 1 / m)
-    reused = 0
+    reused = same_nonzero = 0
+    previous = None
     for step in range(40):
         if step % 10 == 9:   # a new Y: new distances
             E = rng.exponential(0.01, n_pairs) * (rng.random(n_pairs) < 0.7)
@@ -559,13 +560,15 @@ def test_pruned_s_update_reused_plan_is_bitwise_full_update():
         plan_before = terms._plan
         pruned, nonzero = terms.s_update_pruned(g, pattern, E, a, rho)
         reused += terms._plan is plan_before
+        same_nonzero += nonzero is previous   # an unchanged nonzero set comes back as the same array
+        previous = nonzero
         full = _StageTerms(W, gamma).s_update(g[pattern], E, a, rho)
         assert np.array_equal(full.view(np.int64), pruned.view(np.int64)), step
         assert np.array_equal(np.sort(nonzero), np.flatnonzero(full)), step
     big = np.full(m, 1e-9)   # every pattern below the threshold: S = 0 everywhere after a nonzero S
     pruned, nonzero = terms.s_update_pruned(patterns @ big, pattern, E, float(big.sum()), 1.0)
     assert not np.any(pruned) and nonzero.shape[0] == 0
-    assert reused >= 10   # the reuse path was exercised
+    assert reused >= 10 and same_nonzero >= 5   # the reuse paths were exercised
 
 
 def test_table_components_reuse_and_lazy_indicator_embedding():

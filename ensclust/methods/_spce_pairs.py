@@ -105,7 +105,7 @@ class PairTable:
         self.free_nonzero = int(nonzero.shape[0])   # = count_nonzero(S_free), for the objective
         # Successive S-updates often keep exactly the same nonzero pairs: the same graph, the same answer.
         last = self._last_components
-        if last is not None and self.reuse_components and np.array_equal(last[0], nonzero):
+        if last is not None and self.reuse_components and (last[0] is nonzero or np.array_equal(last[0], nonzero)):
             return last[1], last[2]
         k, comp = self._label_components(nonzero)
         self._last_components = (nonzero, k, comp)

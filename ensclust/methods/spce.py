@@ -107,6 +107,7 @@ class _StageTerms:
         self.can_prune = self.prune and bool(W.size == 0 or (W.min() > 0.0 and W.max() <= 1.0))
         self._EH, self._EH_of, self._sgw = None, None, None
         self._plan = None       # the pruned update's gathers for one survivor set (see s_update_pruned)
+        self._last_nonzero = None   # (plan, nonzero mask over the plan's pairs, nonzero pair indices)
         self._S = np.empty_like(W)
         self._S_support = None  # pairs of _S that may be nonzero; None: anywhere (not yet known)
         self._threshold = np.empty_like(W)
@@ -152,16 +153,17 @@ class _StageTerms:
             self._sgw = self.sqrt_gamma_over_w[by_pattern]
             self._pattern_floor = _group_minimum(self._sgw, pattern_start)   # min of sqrt(gamma)/W per pattern
         sqrt_a = np.sqrt(a)
-        survivors = np.flatnonzero(g >= self._pattern_floor * sqrt_a)
+        survive = g >= self._pattern_floor * sqrt_a
         plan = self._plan
-        if plan is None or not np.array_equal(plan[0], survivors):
+        if plan is None or _differ(plan[0], survive):
+            survivors = np.flatnonzero(survive)
             first = pattern_start[survivors]
             lengths = pattern_start[survivors + 1] - first
             ends = np.cumsum(lengths)
             total = int(ends[-1]) if ends.shape[0] else 0
             order = np.arange(total) + np.repeat(first - (ends - lengths), lengths)   # positions, pattern order
             # survivors, E/(2W^2) and sqrt(gamma)/W of the visited pairs, their pattern, their pair index
-            plan = (survivors, self._EH[order], self._sgw[order], np.repeat(survivors, lengths), by_pattern[order])
+            plan = (survive, self._EH[order], self._sgw[order], np.repeat(survivors, lengths), by_pattern[order])
             self._plan = plan
         _, eh, sgw, visited_pattern, pairs = plan
         Ca = np.multiply(eh, -rho)
@@ -177,7 +179,20 @@ class _StageTerms:
             S[self._S_support] = 0.0
         S[pairs] = Ca
         self._S_support = pairs
-        return S, pairs[Ca != 0.0]
+        # The same nonzero pairs as last time (the usual case) come back as the same array, which lets the
+        # component search recognise them at no cost.
+        kept = Ca != 0.0
+        last = self._last_nonzero
+        if last is not None and last[0] is plan and not _differ(last[1], kept):
+            return S, last[2]
+        nonzero = pairs[kept]
+        self._last_nonzero = (plan, kept, nonzero)
+        return S, nonzero
+
+
+def _differ(a: np.ndarray, b: np.ndarray) -> bool:
+    """True unless a and b have the same shape and entries (np.array_equal with less call overhead)."""
+    return a.shape != b.shape or bool((a != b).any())
 
 
 def _group_minimum(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
