@@ -199,10 +199,22 @@ def plot(frame: pd.DataFrame, metric: str, datasets: list[str], path, title: str
     sizes = sorted(sub["M"].unique())
     # a small horizontal offset per method keeps overlapping error bars readable
     step = (min(np.diff(sizes)) if len(sizes) > 1 else 1) * 0.3 / max(len(methods), 1)
-    fig, axes = plt.subplots(1, max(len(datasets), 1), figsize=(5.2 * max(len(datasets), 1), 4.0), squeeze=False)
-    colors = plt.get_cmap("tab10")
+    n_panels = max(len(datasets), 1)
+    fig, axes = plt.subplots(1, n_panels, figsize=(5.2 * n_panels, 4.0), squeeze=False)
+    # tab10 without its grey (grey marks the base-clustering rows), then Dark2 for longer method lists
+    palette = [c for i, c in enumerate(plt.get_cmap("tab10").colors) if i != 7] + list(plt.get_cmap("Dark2").colors)
+    markers = "os^Dv<>PX*"
+    pseudo = sub.groupby("method", sort=False)["pseudo"].first().astype(bool)
+    styles, index = {}, 0
+    for method in methods:  # one style per method, the same in every panel
+        if pseudo[method]:
+            styles[method] = dict(color="0.5", linestyle="--", marker="x")
+        else:
+            styles[method] = dict(color=palette[index % len(palette)], linestyle="-",
+                                  marker=markers[index % len(markers)])
+            index += 1
+    handles = {}
     for ax, ds in zip(axes[0], datasets, strict=False):
-        color_index = 0
         for j, method in enumerate(methods):
             rows = sub[(sub["dataset"] == ds) & (sub["method"] == method)].sort_values("M")
             if not len(rows):
@@ -210,21 +222,22 @@ def plot(frame: pd.DataFrame, metric: str, datasets: list[str], path, title: str
             x = rows["M"].to_numpy(dtype=float) + (j - (len(methods) - 1) / 2) * step
             y = rows["mean"].to_numpy(dtype=float)
             err = np.nan_to_num(rows["std"].to_numpy(dtype=float))
-            if bool(rows["pseudo"].iloc[0]):
-                style = dict(color="0.5", linestyle="--", marker="x")
-            else:
-                style = dict(color=colors(color_index % 10), linestyle="-", marker="o")
-                color_index += 1
-            ax.errorbar(x, y, yerr=err, label=method, markersize=3.5, capsize=2, linewidth=1.2, **style)
+            handles[method] = ax.errorbar(x, y, yerr=err, label=method, markersize=3.5, capsize=2, linewidth=1.2,
+                                          **styles[method])
         ax.set_title(ds)
         ax.set_xticks(sizes)
         ax.set_xlabel("ensemble size M")
         ax.set_ylabel(METRIC_NAMES.get(metric, metric))
         ax.grid(alpha=0.3)
-    axes[0][-1].legend(fontsize=7, loc="best")
+    # the legend goes under the panels, so it never hides a line
+    ncol = min(len(handles), 3 * n_panels) or 1
+    legend_rows = -(-len(handles) // ncol)
+    height = 4.0 + 0.22 * legend_rows
+    fig.set_size_inches(5.2 * n_panels, height)
+    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=ncol, fontsize=7, frameon=False)
     if title:
         fig.suptitle(title)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, (0.22 * legend_rows + 0.1) / height, 1, 1))
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110, metadata={"Software": None})  # same data -> same bytes
     plt.close(fig)
