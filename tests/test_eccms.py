@@ -392,3 +392,7 @@ def test_time_floor_counts_the_block_gemms(data_dir, tmp_path):
     assert row["goal_20x_s"] == pytest.approx(0.0862 / 20)
     assert 0 < row["gemm_cost_ratio"] < 1
     assert out.read_text().startswith("dataset,")
+    from ensclust.methods._eccms_paper import floor_markdown
+
+    text = floor_markdown(out)
+    assert "| Ecoli | 336 | float64 |" in text and (tmp_path / "floor.md").read_text() == text

@@ -154,6 +154,21 @@ def measure_floor(datasets, data_dir, out_csv, paper_csv, *, alpha=0.8, lam=0.4,
     return pd.DataFrame(rows)
 
 
+def floor_markdown(floor_csv) -> str:
+    """floor.md beside ``floor_csv`` (one row per data set, the last measurement wins); returns the text."""
+    frame = pd.read_csv(floor_csv).drop_duplicates("dataset", keep="last")
+    lines = ["| dataset | n | dtype | GEMM cost ratio | one C-update's GEMMs (s) | one ADMM iteration (s) | iterations |"
+             " floor = iterations x GEMMs (s) | paper (s) | 20x goal (s) | floor / goal |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for _, r in frame.iterrows():
+        lines.append(f"| {r['dataset']} | {r['n']} | {r['dtype']} | {r['gemm_cost_ratio']:.3f} | {r['gemm_s']:.4g} | "
+                     f"{r['iteration_s']:.4g} | {r['n_iter']:.1f} | {r['floor_s']:.4g} | {r['paper_s']:.4g} | "
+                     f"{r['goal_20x_s']:.3g} | {r['floor_over_goal']:.1f}x |")
+    text = "\n".join(lines) + "\n"
+    Path(floor_csv).with_suffix(".md").write_text(text)
+    return text
+
+
 def table9(result_dirs, paper_csv, out_dir) -> pd.DataFrame:
     """Write table9_time.csv / .md (ours beside the paper's) into ``out_dir`` and return the frame."""
     paper = pd.read_csv(paper_csv)
@@ -263,6 +278,7 @@ def main(argv=None):
         if args.iters and Path(args.iters).exists():
             known = pd.read_csv(args.iters).set_index("dataset")["mean_iter"].to_dict()
         measure_floor(args.datasets, resolve_data_dir(args.data_dir), args.out, args.paper, known_iter=known)
+        print(floor_markdown(args.out))
         return
     if args.cmd == "cpu":
         from ensclust.data.registry import resolve_data_dir
