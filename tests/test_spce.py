@@ -664,29 +664,3 @@ def test_group_minimum_with_empty_groups():
     expected = [values[a:b].min() if b > a else np.inf for a, b in zip(starts[:-1], starts[1:], strict=True)]
     assert np.array_equal(_group_minimum(values, starts), expected)
     assert np.array_equal(_group_minimum(np.zeros(0), np.zeros(3, dtype=np.int64)), [np.inf, np.inf])
-
-
-def test_pair_table_matrices_match_generic_assembly():
-    """The upper and symmetric matrices placed directly from the pair layout equal scipy's assembly
-    (coo -> csr, U + U.T, + identity): same indptr, indices, dtypes and value bits."""
-    from scipy import sparse
-    rng = np.random.default_rng(19)
-    for n, m, k in ((60, 6, 5), (150, 10, 4), (30, 3, 2)):
-        P = rng.integers(0, k, (n, m))
-        P[:10] = 0   # Omega-ones
-        table = build_pair_table(P)
-        for density in (0.0, 0.05, 0.5, 1.0):
-            S_free = rng.uniform(0.1, 1, table.n_free) * (rng.random(table.n_free) < density)
-            keep = np.flatnonzero(S_free)
-            rows = np.concatenate([table.free_rows[keep], table.one_rows])
-            cols = np.concatenate([table.free_cols[keep], table.one_cols])
-            values = np.concatenate([S_free[keep], np.ones(table.n_ones)])
-            U = sparse.coo_matrix((values, (rows, cols)), shape=(n, n)).tocsr()
-            U.sort_indices()
-            pairs = ((U, upper_matrix(table, S_free)), ((U + U.T).tocsr(), table.symmetric_matrix(S_free)),
-                     ((U + U.T + sparse.identity(n, format="csr")).tocsr(), table.symmetric_matrix(S_free, True)))
-            for ref, fast in pairs:
-                assert fast.indptr.dtype == ref.indptr.dtype and fast.indices.dtype == ref.indices.dtype
-                assert np.array_equal(fast.indptr, ref.indptr) and np.array_equal(fast.indices, ref.indices)
-                assert np.array_equal(fast.data.view(np.int64), ref.data.view(np.int64))
-                assert fast.has_canonical_format

@@ -128,69 +128,6 @@ class PairTable:
         k = _connected_components_undirected(indices, indptr, self._t_indices[keep_t], indptr_t, comp)
         return int(k), comp
 
-    def _pair_values(self, S_free: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Positions (CSR order) and values of the nonzero S_pq, p < q: free pairs with S != 0, Omega-ones."""
-        if self._one_pos is None:
-            self._one_pos = np.flatnonzero(self._free_of_pos < 0)
-        values = np.zeros(self.all_cols.shape[0])
-        values[self.free_pos] = S_free
-        values[self._one_pos] = 1.0
-        keep = np.flatnonzero(values)
-        return keep, values[keep]
-
-    def upper_matrix(self, S_free: np.ndarray) -> sparse.csr_matrix:
-        """CSR of the nonzero S_pq, p < q (sorted indices), read off the pair layout."""
-        keep, data = self._pair_values(S_free)
-        index = np.int32 if keep.shape[0] < 2**31 else np.int64
-        indptr = np.searchsorted(keep, self.all_indptr).astype(index)
-        upper = sparse.csr_matrix((data, self.all_cols[keep].astype(index), indptr), shape=(self.n, self.n))
-        upper.has_sorted_indices = True
-        return upper
-
-    def symmetric_matrix(self, S_free: np.ndarray, unit_diagonal: bool = False) -> sparse.csr_matrix:
-        """The symmetric S as CSR: both triangles of the nonzero S_pq, plus a unit diagonal when asked.
-
-        The same matrix, entry for entry and in the same canonical layout (sorted indices, int32 when they
-        fit), as ``(U + U.T).tocsr()`` (``+ identity``) of the upper-triangle matrix U, but placed directly:
-        row p holds its lower-triangle entries (columns q < p, increasing), the diagonal, then its upper
-        entries (q > p, increasing). Every value is a copy (no two of the three parts overlap).
-        """
-        n = self.n
-        keep, data = self._pair_values(S_free)
-        rows, cols = self.all_rows[keep], self.all_cols[keep]
-        n_kept = keep.shape[0]
-        diag = 1 if unit_diagonal else 0
-        upper_counts = np.bincount(rows, minlength=n)
-        lower_counts = np.bincount(cols, minlength=n)
-        nnz = 2 * n_kept + diag * n
-        index = np.int32 if nnz < 2**31 else np.int64
-        indptr = np.zeros(n + 1, dtype=index)
-        np.cumsum(lower_counts + upper_counts + diag, out=indptr[1:])
-        indices = np.empty(nnz, dtype=index)
-        out = np.empty(nnz)
-        rank = np.arange(n_kept)
-        # upper triangle: the kept pairs of row p are contiguous (CSR order), after p's lower part and diagonal
-        upper_first = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(upper_counts, out=upper_first[1:])
-        pos = indptr[rows] + lower_counts[rows] + diag + (rank - upper_first[rows])
-        indices[pos] = cols
-        out[pos] = data
-        # lower triangle: entry (q, p) of every kept pair (p, q), ordered by q then p (stable sort keeps p's order)
-        by_col = _stable_argsort(cols, n)
-        lower_rows = cols[by_col]
-        lower_first = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(lower_counts, out=lower_first[1:])
-        pos = indptr[lower_rows] + (rank - lower_first[lower_rows])
-        indices[pos] = rows[by_col]
-        out[pos] = data[by_col]
-        if diag:
-            pos = indptr[:-1] + lower_counts
-            indices[pos] = np.arange(n)
-            out[pos] = 1.0
-        full = sparse.csr_matrix((out, indices, indptr), shape=(n, n))
-        full.has_sorted_indices = True
-        return full
-
     @property
     def n_free(self) -> int:
         return int(self.free_rows.shape[0])

@@ -179,9 +179,9 @@ def indicator_spectrum(comp: np.ndarray, k: int, c: int, rank_test: str = "eigen
     return Spectrum(None, int(k), values, comp, n_clusters=c)   # Y built on first use
 
 
-def smallest_eigenpairs(S_upper: sparse.csr_matrix | None, c: int, *, rank_test: str = "eigen", previous=None,
+def smallest_eigenpairs(S_upper: sparse.csr_matrix, c: int, *, rank_test: str = "eigen", previous=None,
                         dense_limit: int = 2000, tol: float = 1e-8, maxiter: int = 300,
-                        dense_test_limit: int = 6000, components=None, S_sym=None) -> Spectrum:
+                        dense_test_limit: int = 6000, components=None) -> Spectrum:
     """Y = the c smallest eigenvectors of L = D - S (eq. 18) and the c+1 smallest eigenvalues.
 
     Parameters
@@ -194,21 +194,16 @@ def smallest_eigenpairs(S_upper: sparse.csr_matrix | None, c: int, *, rank_test:
         (the authors' computation, for validation on small n).
     previous : the previous :class:`Embedding` (warm start for LOBPCG).
     components : optional ``(k, comp)``, the connected components of S_upper when the caller has them.
-    S_sym : optional, the symmetric S (both triangles, no diagonal) as a canonical CSR, equal to
-        ``(S_upper + S_upper.T).tocsr()``; S_upper may then be None.
     """
-    if S_upper is None and S_sym is None:
-        raise ValueError("smallest_eigenpairs needs S_upper or S_sym")
-    n = (S_sym if S_upper is None else S_upper).shape[0]
-    if components is None:   # the same components from either triangle or both (undirected)
-        k, comp = connected_components(S_sym if S_upper is None else S_upper, directed=False)
+    n = S_upper.shape[0]
+    if components is None:
+        k, comp = connected_components(S_upper, directed=False)
     else:
         k, comp = components
     comp = comp.astype(np.int32)
     sizes = np.bincount(comp, minlength=k)
-    if S_sym is None and (rank_test == "dense" or k <= c):
-        S_sym = (S_upper + S_upper.T).tocsr()
     if rank_test == "dense":
+        S_sym = (S_upper + S_upper.T).tocsr()
         if n > dense_test_limit:
             raise UserError(f"spce: rank_test=dense needs a dense n x n eigendecomposition; n={n} is over "
                             f"{dense_test_limit}, use rank_test=eigen")
@@ -224,6 +219,7 @@ def smallest_eigenpairs(S_upper: sparse.csr_matrix | None, c: int, *, rank_test:
     emb = _indicator_embedding(comp, sizes, c, n)
     if n_values == 0:
         return Spectrum(emb, int(k), None, comp)
+    S_sym = (S_upper + S_upper.T).tocsr()
     candidates = []  # (value, component, local vector)
     warm = previous.extra if previous is not None and previous.extra.shape[1] else None
     order = np.argsort(comp, kind="stable")

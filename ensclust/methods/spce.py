@@ -284,8 +284,7 @@ class _SPCEBase(ConsensusMethod):
         k, comp = table.components(S_free, nonzero)
         if k > c and self.rank_test != "dense":
             return indicator_spectrum(comp, k, c, self.rank_test)
-        return smallest_eigenpairs(None, c, S_sym=table.symmetric_matrix(S_free), rank_test=self.rank_test,
-                                   previous=previous,
+        return smallest_eigenpairs(upper_matrix(table, S_free), c, rank_test=self.rank_test, previous=previous,
                                    dense_limit=self.dense_limit, tol=self.eig_tol, maxiter=self.eig_maxiter,
                                    components=(k, comp))
 
@@ -407,7 +406,7 @@ class _SPCEBase(ConsensusMethod):
 
         labels = spec.labels
         k = spec.n_components
-        consensus = table.symmetric_matrix(S_free, unit_diagonal=True)   # S + S^T off the diagonal, S_pp = 1
+        S_upper = upper_matrix(table, S_free)
         diag.update({
             "n_components": k, "rank_target_reached": bool(k == c), "converged": bool(diag["exit_test_passed"][-1]),
             "n_iter": int(sum(diag["inner_iterations"])), "alpha": alpha.tolist(), "rho_final": rho,
@@ -416,30 +415,40 @@ class _SPCEBase(ConsensusMethod):
             "lobpcg_not_converged": _spce_spectrum.STATS["lobpcg_warnings"],
         })
         if k != c and self.fallback != "none":
-            labels = self._fallback_labels(consensus, Y, c, rng)
+            labels = self._fallback_labels(S_upper, Y, c, n, rng)
             diag["fallback_applied"] = True
             diag["fallback"] = self.fallback
         self.diagnostics_ = diag
-        self.consensus_matrix_ = consensus
+        self.consensus_matrix_ = (S_upper + S_upper.T + sparse.identity(n, format="csr")).tocsr()
         return labels
 
-    def _fallback_labels(self, affinity, Y: Embedding, c, rng):
+    def _fallback_labels(self, S_upper, Y: Embedding, c, n, rng):
         if self.fallback == "kmeans-y":
             return kmeans_labels(dense_embedding(Y, c), c, random_state=rng)
+        affinity = (S_upper + S_upper.T + sparse.identity(n, format="csr")).tocsr()
         return spectral_clustering(affinity, c, random_state=rng)
 
 
 def upper_matrix(table: PairTable, S_free: np.ndarray) -> sparse.csr_matrix:
-    """CSR of the nonzero S_pq, p < q: the free pairs with S != 0 plus the Omega-ones (value 1)."""
-    if table.all_cols is not None:
-        return table.upper_matrix(S_free)
+    """CSR of the nonzero S_pq, p < q: the free pairs with S != 0 plus the Omega-ones (value 1).
+
+    The free pairs are stored in CSR order, so their matrix is assembled without sorting; the constant
+    Omega-one part is built once and added (a linear merge of two canonical CSR matrices).
+    """
+    n = table.n
     keep = np.flatnonzero(S_free)
-    rows = np.concatenate([table.free_rows[keep], table.one_rows])
-    cols = np.concatenate([table.free_cols[keep], table.one_cols])
-    values = np.concatenate([S_free[keep], np.ones(table.n_ones)])
-    upper = sparse.coo_matrix((values, (rows, cols)), shape=(table.n, table.n)).tocsr()
-    upper.sort_indices()
-    return upper
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(table.free_rows[keep], minlength=n), out=indptr[1:])
+    free_part = sparse.csr_matrix((S_free[keep], table.free_cols[keep], indptr), shape=(n, n))
+    free_part.has_sorted_indices = True
+    if table.n_ones == 0:
+        return free_part
+    ones = getattr(table, "_ones_csr", None)
+    if ones is None:
+        ones = sparse.coo_matrix((np.ones(table.n_ones), (table.one_rows, table.one_cols)), shape=(n, n)).tocsr()
+        ones.sort_indices()
+        table._ones_csr = ones
+    return (free_part + ones).tocsr()
 
 
 def member_weight_sums(table: PairTable, W2: np.ndarray) -> np.ndarray:
