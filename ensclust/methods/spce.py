@@ -22,11 +22,13 @@ Implementation notes (spec section 6):
   (:mod:`ensclust.methods._spce_spectrum`), instead of a dense O(n^3) ``eig`` of L.
 * Everything is float64 (the rank test uses absolute tolerances).
 * Fixed cost per inner iteration (issue #7), all bit-for-bit equal to the plain computation (tests): the
-  S-update skips whole agreement patterns whose G is below sqrt(gamma a), which can only give S = 0
+  S-update skips whole agreement patterns whose G is below the smallest threshold of their pairs, which
+  can only give S = 0, and reuses its gathers while the surviving patterns and Y stay
   (:meth:`_StageTerms.s_update_pruned`); the components of S != 0 come from the nonzero pairs and the pair
-  table's CSR layout, and Y needs no matrix while there are more than c of them; the per-pattern loss sums
-  skip the zero pairs. BLAS runs single-threaded for n <= 3000 with one library scan per process, none when
-  OMP_NUM_THREADS / OPENBLAS_NUM_THREADS already pin it to one thread.
+  table's CSR layout (reused when the nonzero pairs repeat), and Y needs no matrix while there are more
+  than c of them (it is not even built when the rank test then keeps the previous Y); the per-pattern loss
+  sums skip the zero pairs. BLAS runs single-threaded for n <= 3000 with one library scan per process, none
+  when OMP_NUM_THREADS / OPENBLAS_NUM_THREADS already pin it to one thread.
 """
 
 from __future__ import annotations
