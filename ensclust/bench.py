@@ -11,8 +11,11 @@ Reads every ``benchmarks/*.yaml`` (a list of entries)::
 
 Each entry runs in its own Python process (``python -m ensclust.bench --child``) so that its memory is
 its own: the child loads the data and the pool (cached in results/cache/pools), then times
-``fit_predict`` (wall clock, ``time.perf_counter``) with random_state 0; fits under 1 s are repeated and the
-median reported (the first call pays one-time import and thread-library scan costs). Memory columns, both from the
+``fit_predict`` (wall clock, ``time.perf_counter``, and the process's CPU time, ``time.process_time``) with
+random_state 0; fits under 1 s are repeated and the median reported (the first call pays one-time import and
+thread-library scan costs). On a shared machine the wall time grows with the load; the CPU time of a
+single-threaded fit (``OMP_NUM_THREADS=1``) does not, and is about the wall time the fit takes on an idle core
+(with several BLAS threads it is their sum). Memory columns, both from the
 child's ``resource.getrusage(RUSAGE_SELF).ru_maxrss``: ``peak_mb`` = the child's peak resident set size
 over its whole life (interpreter + data + pool + fit), ``fit_delta_mb`` = how much the fit raised that
 peak above the level reached before the fit (0 when the fit stayed below it, e.g. below the pool
@@ -36,7 +39,7 @@ from pathlib import Path
 from ensclust.errors import UserError, unknown_name_error
 
 ENTRY_KEYS = ("method", "params", "dataset", "preprocess", "pool", "ensemble_size", "n_clusters", "goal")
-COLUMNS = ["file", "method", "params", "dataset", "n", "M", "time_s", "n_timed", "peak_mb", "fit_delta_mb", "ari", "load_avg", "goal",
+COLUMNS = ["file", "method", "params", "dataset", "n", "M", "time_s", "cpu_s", "n_timed", "peak_mb", "fit_delta_mb", "ari", "load_avg", "goal",
            "status", "note"]
 
 
@@ -121,13 +124,14 @@ def _child(entry: dict, data_dir, cache_dir) -> dict:
 
     clear_result_caches()
     before = maxrss_mb()
-    start = time.perf_counter()
+    start, start_cpu = time.perf_counter(), time.process_time()
     try:
         labels = method.fit_predict(members, c, X=X, random_state=0)
     except Exception as exc:  # recorded, the bench goes on
         out.update(status="failed", note=f"{type(exc).__name__}: {exc}"[:300])
         return out
     first = time.perf_counter() - start
+    cpu = [time.process_time() - start_cpu]
     peak = maxrss_mb()
     # Short fits are timed again: the first call in a fresh process also pays one-time costs (lazy imports,
     # threadpoolctl's scan of the loaded BLAS/OpenMP libraries, ~10-15 ms) that are not the method's. The
@@ -135,10 +139,12 @@ def _child(entry: dict, data_dir, cache_dir) -> dict:
     times = [first]
     while first < 1.0 and len(times) < 7 and sum(times) < 2.0:
         clear_result_caches()  # AWEC-H/-S and ACMK-KM/-SC share solves in-process: each repeat must solve again
-        again = time.perf_counter()
+        again, again_cpu = time.perf_counter(), time.process_time()
         method.fit_predict(members, c, X=X, random_state=0)
         times.append(time.perf_counter() - again)
+        cpu.append(time.process_time() - again_cpu)
     out["time_s"] = float(np.median(times))
+    out["cpu_s"] = float(np.median(cpu))
     out["n_timed"] = len(times)
     out.update(peak_mb=peak, fit_delta_mb=max(0.0, peak - before))
     if y is not None:
@@ -212,11 +218,12 @@ def bench_markdown(frame) -> str:
 
     lines = ["# ensclust benchmark", "",
              f"Python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs. time = wall time "
-             "of fit_predict (fits under 1 s: median of the (n) calls shown in brackets); peak MB = the subprocess's peak RSS (ru_maxrss); fit +MB = rise of that peak "
+             "of fit_predict (fits under 1 s: median of the (n) calls shown in brackets); CPU = its process CPU "
+             "time (same calls; with one BLAS thread about the time on an idle core, whatever the load); peak MB = the subprocess's peak RSS (ru_maxrss); fit +MB = rise of that peak "
              "during the fit; load = the machine's 1-minute load average when the entry started (above the CPU "
              "count, other processes were competing and times are inflated accordingly).", "",
-             "| method | params | dataset | n | M | time s | peak MB | fit +MB | ARI | load | goal | status |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| method | params | dataset | n | M | time s | CPU s | peak MB | fit +MB | ARI | load | goal | status |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
 
     def num(v, fmt):
         try:
@@ -229,7 +236,7 @@ def bench_markdown(frame) -> str:
         status = r["status"] if r["status"] == "ok" else f"{r['status']}: {r['note']}"
         lines.append("| " + " | ".join(str(x).replace("|", "\\|") for x in (
             r["method"], r["params"], r["dataset"], num(r["n"], ".0f"), num(r["M"], ".0f"), _time_cell(r, num),
-            num(r["peak_mb"], ".1f"), num(r["fit_delta_mb"], ".1f"), num(r["ari"], ".3f"), num(r["load_avg"], ".1f"),
+            num(r["cpu_s"], ".3f"), num(r["peak_mb"], ".1f"), num(r["fit_delta_mb"], ".1f"), num(r["ari"], ".3f"), num(r["load_avg"], ".1f"),
             r["goal"] or "",
             status)) + " |")
     return "\n".join(lines) + "\n"

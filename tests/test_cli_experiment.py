@@ -137,6 +137,7 @@ def test_bench(workdir, capsys):
     ok = frame.iloc[0]
     assert ok["n"] == 150 and ok["M"] == 5 and ok["time_s"] > 0 and ok["peak_mb"] > 10 and ok["goal"] == "tiny"
     assert 2 <= ok["n_timed"] <= 7  # a millisecond fit is repeated and the median reported
+    assert 0 < ok["cpu_s"] < 10 * ok["time_s"] + 0.05  # CPU time of the same calls (a few BLAS threads at most)
     assert "| eac-al | {} | iris | 150 | 5 |" in (workdir / "b" / "bench.md").read_text()
     code, out, _ = invoke(capsys, "bench", "--benchmarks", str(bench), "--out", "b2", "--quick", "--only", "eac-al")
     assert code == 0 and len(pd.read_csv(workdir / "b2" / "bench.csv")) == 1
