@@ -162,3 +162,21 @@ def test_ecoli_rsec_h_matches_eccms_table4(data_dir):
                                                                              random_state=r)
         scores.append(ari(pool.y, labels))
     assert abs(np.mean(scores) - 0.477) < 0.03
+
+
+def test_svt_falls_back_to_gesvd_when_gesdd_does_not_converge(monkeypatch):
+    """gesdd can fail to converge on a finite matrix (Led7digit, AWEC medium table); gesvd gives the same prox."""
+    M = np.random.default_rng(3).standard_normal((12, 9))
+    expected, rank = svt(M, 0.5)
+    real_svd, drivers = linalg.svd, []
+
+    def flaky_svd(a, *args, lapack_driver="gesdd", **kwargs):
+        drivers.append(lapack_driver)
+        if lapack_driver == "gesdd":
+            raise linalg.LinAlgError("SVD did not converge")
+        return real_svd(a, *args, lapack_driver=lapack_driver, **kwargs)
+
+    monkeypatch.setattr(linalg, "svd", flaky_svd)
+    got, got_rank = svt(M, 0.5)
+    assert drivers == ["gesdd", "gesvd"] and got_rank == rank
+    np.testing.assert_allclose(got, expected, atol=1e-12)

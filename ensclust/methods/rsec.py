@@ -51,8 +51,15 @@ from ensclust.methods.base import ConsensusMethod, Param
 
 
 def svt(M: np.ndarray, tau: float) -> tuple[np.ndarray, int]:
-    """Singular value soft-thresholding: argmin_X tau |X|_* + 1/2 |X - M|_F^2. Returns (X, rank)."""
-    U, s, Vt = linalg.svd(M, full_matrices=False, check_finite=False, lapack_driver="gesdd")
+    """Singular value soft-thresholding: argmin_X tau |X|_* + 1/2 |X - M|_F^2. Returns (X, rank).
+
+    LAPACK's divide-and-conquer ``gesdd`` occasionally fails to converge on a finite matrix (seen once on
+    Led7digit in AWEC's medium table); the slower QR-iteration ``gesvd`` then computes the same decomposition.
+    """
+    try:
+        U, s, Vt = linalg.svd(M, full_matrices=False, check_finite=False, lapack_driver="gesdd")
+    except linalg.LinAlgError:
+        U, s, Vt = linalg.svd(M, full_matrices=False, check_finite=False, lapack_driver="gesvd")
     keep = s > tau
     r = int(keep.sum())
     if r == 0:
