@@ -160,3 +160,14 @@ def invoke_cli(capsys, *argv) -> tuple[int, str, str]:
         code = exc.code
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def assert_user_error(result, *fragments) -> None:
+    """Check that an :func:`invoke_cli` result is a user error: exit code 2 and ONE stderr line
+    ``ensclust: error: ...`` containing every fragment (the standard for bad input: no traceback)."""
+    code, _, err = result
+    assert code == 2, result
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ensclust: error: "), err
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, lines[0])

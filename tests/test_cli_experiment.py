@@ -5,6 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from ensclust.testing import assert_user_error
 from ensclust.testing import invoke_cli as invoke
 
 CONFIG = """name: clidemo
@@ -22,15 +23,6 @@ methods:
 metrics: [ari, nmi]
 compare_to: PAPER
 """
-
-
-def assert_user_error(result, *fragments):
-    code, _, err = result
-    assert code == 2, result
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("ensclust: error: "), err
-    for fragment in fragments:
-        assert fragment in lines[0], (fragment, lines[0])
 
 
 @pytest.fixture
