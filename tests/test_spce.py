@@ -664,3 +664,60 @@ def test_group_minimum_with_empty_groups():
     expected = [values[a:b].min() if b > a else np.inf for a, b in zip(starts[:-1], starts[1:], strict=True)]
     assert np.array_equal(_group_minimum(values, starts), expected)
     assert np.array_equal(_group_minimum(np.zeros(0), np.zeros(3, dtype=np.int64)), [np.inf, np.inf])
+
+
+def test_pair_distances_subset_is_bitwise_full():
+    """Distances computed for a row-ordered subset of the pairs (Gram path with several row blocks, and the
+    column path) equal the entries of the distances of all pairs, bit for bit; the pruned S-update fed
+    with them equals the one fed with the full array."""
+    from ensclust.methods.spce import PairDistances, _StageTerms
+    rng = np.random.default_rng(19)
+    n = 300
+    rows, cols = np.triu_indices(n, 1)
+    rows, cols = rows.astype(np.int32), cols.astype(np.int32)
+    comp = rng.integers(0, 3, n)
+    for r in (3, 8):
+        Y = Embedding(comp=comp, weight=np.where(comp == 0, 1.0 / np.sum(comp == 0), 0.0),
+                      extra=rng.standard_normal((n, r)) / np.sqrt(n))
+        full = Y.sqdist(rows, cols, block_entries=n * 37)
+        subset = np.flatnonzero(rng.random(rows.shape[0]) < 0.2)
+        part = Y.sqdist(rows[subset], cols[subset], block_entries=n * 37)
+        assert np.array_equal(part.view(np.int64), full[subset].view(np.int64))
+    Y = Embedding(comp=comp, weight=np.zeros(n), extra=rng.standard_normal((n, 7)) / np.sqrt(n))
+    full = Y.sqdist(rows, cols)
+    pattern = rng.integers(0, 30, rows.shape[0]).astype(np.int32)
+    patterns = rng.integers(0, 2, (30, 6)).astype(float)
+    W = np.minimum(rng.uniform(0.05, 1.5, rows.shape[0]), 1.0)
+    lazy_terms, full_terms = _StageTerms(W, 3.0), _StageTerms(W, 3.0)
+    lazy = PairDistances(Y, rows, cols)
+    for step in range(6):
+        inv_alpha = 1 / rng.dirichlet(np.ones(6) * 0.5)
+        g, a, rho = patterns @ inv_alpha, float(inv_alpha.sum()), 2.0 ** (step - 3)
+        S_lazy, nz_lazy = lazy_terms.s_update_pruned(g, pattern, lazy, a, rho)
+        S_lazy = S_lazy.copy()
+        S_full, nz_full = full_terms.s_update_pruned(g, pattern, full, a, rho)
+        assert np.array_equal(S_lazy.view(np.int64), S_full.view(np.int64)) and np.array_equal(nz_lazy, nz_full)
+    assert np.array_equal(lazy.full(), full)
+
+
+def test_fast_fit_is_bitwise_full_update_fit_many_clusters(monkeypatch):
+    """As test_fast_fit_is_bitwise_full_update_fit with c = 8 (Y has more than 4 eigenvector columns, the
+    Gram-block distances) and LOBPCG on the large components (dense_limit below n)."""
+    from ensclust.methods import _spce_pairs
+    from ensclust.methods import spce as spce_module
+    P, _ = _noisy_ensemble(31, n=160, c=8, noise=0.3)
+    for theta in (0.1, 0.3):
+        fits = []
+        for fast in (True, False):
+            monkeypatch.setattr(spce_module._StageTerms, "prune", fast)
+            monkeypatch.setattr(_spce_pairs.PairTable, "reuse_components", fast)
+            method = get_method("spce", theta=theta, dense_limit=60)
+            labels = method.fit_predict(P, 8)
+            fits.append((labels, method.diagnostics_, method.consensus_matrix_))
+        (la, da, Sa), (lb, db, Sb) = fits
+        assert np.array_equal(la, lb)
+        for key in ("rho", "branch", "objective", "objective_eq6", "n_components_trace", "alpha"):
+            assert da[key] == db[key], (theta, key)
+        assert (Sa != Sb).nnz == 0 and np.array_equal(Sa.data, Sb.data)
+        if theta == 0.1:   # the paths named above were taken
+            assert da["lobpcg_calls"] > 0 and min(da["n_components_trace"]) < 8 - 4

@@ -107,8 +107,8 @@ class _StageTerms:
         self.W2 = W * W
         # Pruning by pattern (s_update_pruned) needs 0 < W <= 1, which eq. (13) and W = 1 guarantee.
         self.can_prune = self.prune and bool(W.size == 0 or (W.min() > 0.0 and W.max() <= 1.0))
-        self._EH, self._EH_of, self._sgw = None, None, None
-        self._plan = None       # the pruned update's gathers for one survivor set (see s_update_pruned)
+        self._sgw = None
+        self._plan = None       # the pruned update's gathers for one survivor set (a _Plan)
         self._last_nonzero = None   # (plan, nonzero mask over the plan's pairs, nonzero pair indices)
         self._S = np.empty_like(W)
         self._S_support = None  # pairs of _S that may be nonzero; None: anywhere (not yet known)
@@ -138,42 +138,48 @@ class _StageTerms:
         therefore below its threshold and gets S = 0, exactly as in the full update.
         The pairs are visited pattern by pattern (``by_pattern``: stable argsort of ``pattern``, with group
         boundaries ``pattern_start``), so the work is proportional to the pairs of the surviving patterns.
+        ``E``: the distances of every free pair, or a :class:`PairDistances` that computes them for the
+        visited pairs only (at small theta only ~1/9 of the pairs survive on Texture, and the distances
+        of all pairs were the most expensive step of an iteration after the eigensolver).
         Returns S and the indices of its nonzero entries (grouped by pattern, increasing inside a group).
 
         Consecutive calls of a stage usually keep the same surviving patterns (and E, while Y is reverted),
-        so the gathers that depend only on them (positions, E / (2 W^2), the thresholds' sqrt(gamma)/W and
-        the pattern of every visited pair) are kept in a plan and reused; the arithmetic on the gathered
-        values is the same, element by element. Only the pairs written by the previous call are reset to 0.
+        so the gathers that depend only on them (positions, the thresholds' sqrt(gamma)/W, 1/(2 W^2) and
+        the pattern of every visited pair) are kept in a plan and reused, and E / (2 W^2) of the visited
+        pairs while E stays; the arithmetic on the gathered values is the same, element by element
+        (E_p * (1/(2 W_p^2)) whether gathered before or after the product). Only the pairs written by the
+        previous call are reset to 0.
         """
         if by_pattern is None:
             by_pattern = np.argsort(pattern, kind="stable")
             pattern_start = np.concatenate([[0], np.cumsum(np.bincount(pattern, minlength=g.shape[0]))])
-        if self._EH_of is not E:   # E / (2 W^2) in pattern order: fixed while W and Y are
-            self._EH, self._EH_of = (E * self.half_inv_w2)[by_pattern], E
-            self._plan = None
         if self._sgw is None:
             self._sgw = self.sqrt_gamma_over_w[by_pattern]
             self._pattern_floor = _group_minimum(self._sgw, pattern_start)   # min of sqrt(gamma)/W per pattern
         sqrt_a = np.sqrt(a)
         survive = g >= self._pattern_floor * sqrt_a
         plan = self._plan
-        if plan is None or _differ(plan[0], survive):
+        if plan is None or _differ(plan.survive, survive):
             survivors = np.flatnonzero(survive)
             first = pattern_start[survivors]
             lengths = pattern_start[survivors + 1] - first
             ends = np.cumsum(lengths)
             total = int(ends[-1]) if ends.shape[0] else 0
             order = np.arange(total) + np.repeat(first - (ends - lengths), lengths)   # positions, pattern order
-            # survivors, E/(2W^2) and sqrt(gamma)/W of the visited pairs, their pattern, their pair index
-            plan = (survive, self._EH[order], self._sgw[order], np.repeat(survivors, lengths), by_pattern[order])
+            pairs = by_pattern[order]
+            plan = _Plan(survive=survive, sgw=self._sgw[order], visited_pattern=np.repeat(survivors, lengths),
+                         pairs=pairs, half_inv_w2=self.half_inv_w2[pairs])
             self._plan = plan
-        _, eh, sgw, visited_pattern, pairs = plan
-        Ca = np.multiply(eh, -rho)
-        Ca += g[visited_pattern]
-        below = Ca < sgw * sqrt_a
+        if plan.eh_of is not E:   # E / (2 W^2) of the visited pairs: fixed while the plan and E are
+            plan.eh = plan.distances(E) * plan.half_inv_w2
+            plan.eh_of = E
+        Ca = np.multiply(plan.eh, -rho)
+        Ca += g[plan.visited_pattern]
+        below = Ca < plan.sgw * sqrt_a
         Ca /= a
         np.minimum(Ca, 1.0, out=Ca)
         Ca[below] = 0.0
+        pairs = plan.pairs
         S = self._S
         if self._S_support is None:
             S.fill(0.0)
@@ -190,6 +196,57 @@ class _StageTerms:
         nonzero = pairs[kept]
         self._last_nonzero = (plan, kept, nonzero)
         return S, nonzero
+
+
+class _Plan:
+    """The pruned S-update's gathers for one set of surviving patterns (see s_update_pruned)."""
+
+    def __init__(self, survive, sgw, visited_pattern, pairs, half_inv_w2):
+        self.survive = survive                  # surviving patterns (bool per pattern)
+        self.sgw = sgw                          # sqrt(gamma)/W of the visited pairs, pattern order
+        self.visited_pattern = visited_pattern  # their pattern
+        self.pairs = pairs                      # their free-pair index
+        self.half_inv_w2 = half_inv_w2          # their 1/(2 W^2)
+        self.eh, self.eh_of = None, None        # E / (2 W^2) of the visited pairs, and the E it came from
+        self._sorted, self._slot = None, None
+
+    def distances(self, E) -> np.ndarray:
+        """E of the visited pairs (pattern order), from the full array or computed for them only."""
+        if not isinstance(E, PairDistances):
+            return E[self.pairs]
+        if self._sorted is None:   # the visited pairs in increasing (CSR) order, and where each one sits
+            mark = np.zeros(E.n_pairs, dtype=bool)
+            mark[self.pairs] = True
+            self._sorted = np.flatnonzero(mark)
+            self._slot = np.empty(E.n_pairs, dtype=np.int64)
+            self._slot[self._sorted] = np.arange(self._sorted.shape[0])
+            self._slot = self._slot[self.pairs]
+        return E.at(self._sorted)[self._slot]
+
+
+class PairDistances:
+    """E_pq = ||y_p - y_q||^2 of the free pairs, computed on demand for a subset (same bits as for all).
+
+    :meth:`Embedding.sqdist` works element by element (the Gram blocks are the same row blocks of the same
+    n x n products whatever pairs are asked for), so the distances of a row-ordered subset equal the
+    corresponding entries of the full array bit for bit.
+    """
+
+    def __init__(self, Y: Embedding, rows: np.ndarray, cols: np.ndarray):
+        self.Y, self.rows, self.cols = Y, rows, cols
+        self.n_pairs = int(rows.shape[0])
+        self._full = None
+
+    def at(self, pairs: np.ndarray) -> np.ndarray:
+        """Distances of the free pairs ``pairs`` (increasing indices)."""
+        if self._full is not None:
+            return self._full[pairs]
+        return self.Y.sqdist(self.rows[pairs], self.cols[pairs])
+
+    def full(self) -> np.ndarray:
+        if self._full is None:
+            self._full = self.Y.sqdist(self.rows, self.cols)
+        return self._full
 
 
 def _differ(a: np.ndarray, b: np.ndarray) -> bool:
@@ -360,13 +417,13 @@ class _SPCEBase(ConsensusMethod):
                     g = table.patterns_f @ inv_alpha
                     G = None
                 if Y is not E_of:  # Y is unchanged after a revert: reuse its distances
-                    E, E_of = Y.sqdist(free_rows, free_cols), Y
+                    E, E_of = PairDistances(Y, free_rows, free_cols), Y   # computed where they are read
                 if terms.can_prune:                                          # eq. (16)/(17)
                     S_free, nonzero = terms.s_update_pruned(g, table.pattern, E, a, rho, table.by_pattern,
                                                             table.pattern_start)
                 else:
                     G = g[table.pattern] if G is None else G
-                    S_free, nonzero = terms.s_update(G, E, a, rho), None
+                    S_free, nonzero = terms.s_update(G, E.full(), a, rho), None
                 Y_old = Y
                 spec = self._spectrum(table, S_free, c, Y_old, nonzero)      # eq. (18)
                 losses = member_losses(table, terms.W2, S_free, same_w, table.free_nonzero_index,
