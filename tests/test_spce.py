@@ -721,3 +721,26 @@ def test_fast_fit_is_bitwise_full_update_fit_many_clusters(monkeypatch):
         assert (Sa != Sb).nnz == 0 and np.array_equal(Sa.data, Sb.data)
         if theta == 0.1:   # the paths named above were taken
             assert da["lobpcg_calls"] > 0 and min(da["n_components_trace"]) < 8 - 4
+
+
+@pytest.mark.parametrize("variant", ["spce", "spce-fixw"])
+def test_initial_weights_by_pattern_is_bitwise_formula(variant):
+    """W of eq. (13) built per pattern where S = 0 and by the formula elsewhere equals the formula on every
+    pair, bit for bit (sparse S, dense S above half the pairs, and S = 0 everywhere)."""
+    rng = np.random.default_rng(20)
+    method = get_method(variant, theta=0.1)
+    n_pairs, n_patterns, m = 4000, 50, 10
+    pattern = rng.integers(0, n_patterns, n_pairs).astype(np.int32)
+    inv_alpha = 1 / rng.dirichlet(np.ones(m))
+    g = rng.integers(0, 2, (n_patterns, m)).astype(float) @ inv_alpha
+    a = float(inv_alpha.sum())
+    for density in (0.0, 0.05, 0.4, 0.9, 1.0):
+        S = np.where(rng.random(n_pairs) < density, rng.uniform(0, 1, n_pairs), 0.0)
+        S[rng.random(n_pairs) < 0.02] = 1.0
+        for lam in (0.5, 30.0, 1e4):
+            G = g[pattern]
+            expected = self_paced_weights(a * S * S - 2.0 * S * G + G, lam)
+            W = method._initial_weights(S, g, pattern, a, lam, None)
+            assert np.array_equal(W.view(np.int64), expected.view(np.int64)), (density, lam)
+    B = np.array([-1e-17, 0.0, 1e-300, 0.25, 4.0])
+    assert np.array_equal(self_paced_weights(B, 1.0), [1.0, 1.0, 1.0, 1.0, 0.125])

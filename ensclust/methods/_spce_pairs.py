@@ -114,19 +114,31 @@ class PairTable:
     def _label_components(self, nonzero: np.ndarray) -> tuple[int, np.ndarray]:
         if self._one_pos is None:
             self._one_pos = np.flatnonzero(self._free_of_pos < 0)
-        # the kept positions in CSR order: the Omega-ones plus the nonzero free pairs (cost ~ nnz, not #pairs)
-        keep = np.sort(np.concatenate([self._one_pos, self.free_pos[nonzero]]))
+        # the kept positions in CSR order: the Omega-ones plus the nonzero free pairs, as the increasing
+        # positions of a mark over all pairs (a byte per pair; sorting the ~1e6 kept positions cost 5x more)
+        keep = self._sorted_positions(self._one_pos, self.free_pos[nonzero])
         indptr = np.searchsorted(keep, self.all_indptr).astype(np.int32)
         indices = self.all_cols[keep]
         if _connected_components_undirected is None:
             graph = sparse.csr_matrix((np.ones(keep.shape[0]), indices, indptr), shape=(self.n, self.n))
             k, comp = connected_components(graph, directed=False)
             return int(k), comp.astype(np.int32)
-        keep_t = np.sort(self._t_rank[keep])
+        keep_t = self._sorted_positions(self._t_rank[keep])
         indptr_t = np.searchsorted(keep_t, self._t_indptr).astype(np.int32)
         comp = np.empty(self.n, dtype=np.int32)
         k = _connected_components_undirected(indices, indptr, self._t_indices[keep_t], indptr_t, comp)
         return int(k), comp
+
+    def _sorted_positions(self, *parts: np.ndarray) -> np.ndarray:
+        """np.sort(np.concatenate(parts)) for distinct positions among all pairs, via a mark and flatnonzero."""
+        mark = getattr(self, "_mark", None)
+        if mark is None:
+            mark = self._mark = np.zeros(self.all_cols.shape[0], dtype=bool)
+        else:
+            mark.fill(False)
+        for part in parts:
+            mark[part] = True
+        return np.flatnonzero(mark)
 
     @property
     def n_free(self) -> int:

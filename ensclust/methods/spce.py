@@ -79,9 +79,8 @@ def lambda_schedule(r: float, m: int) -> float:
 def self_paced_weights(B: np.ndarray, lam: float) -> np.ndarray:
     """W = min(lambda / (2 B), 1) (eq. 13); B = 0 gives W = 1 (MATLAB: Inf capped at 1)."""
     W = np.ones_like(B)
-    pos = B > 0
-    W[pos] = np.minimum(lam / (2.0 * B[pos]), 1.0)
-    return W
+    np.divide(lam, 2.0 * B, out=W, where=B > 0)   # element-wise the same as the masked form, no gathers
+    return np.minimum(W, 1.0, out=W)
 
 
 def s_update(G: np.ndarray, E: np.ndarray, W: np.ndarray, a: float, rho: float, gamma: float) -> np.ndarray:
@@ -347,12 +346,25 @@ class _SPCEBase(ConsensusMethod):
                                    dense_limit=self.dense_limit, tol=self.eig_tol, maxiter=self.eig_maxiter,
                                    components=(k, comp))
 
-    def _initial_weights(self, S_free, G, a, lam, shat_free):
+    def _initial_weights(self, S_free, g, pattern, a, lam, shat_free):
+        """W of eq. (13) on the free pairs, from B = a S^2 - 2 S G + G with G = g[pattern].
+
+        Where S = 0 (most pairs after the first stage at small theta) every product is 0 and B = G exactly,
+        so W there depends only on the pattern: it is computed once per pattern and gathered; only the
+        pairs with S != 0 go through the formula (same operations, same order, so the same bits).
+        """
         if self.variant == "spce-w":
             return np.ones_like(S_free)
         if self.variant == "spce-fixw" and self._params.get("fixw_mode") == "coassoc":
             return shat_free.copy()
-        return self_paced_weights(a * S_free * S_free - 2.0 * S_free * G + G, lam)
+        nonzero = np.flatnonzero(S_free)
+        if 2 * nonzero.shape[0] > S_free.shape[0]:
+            G = g[pattern]
+            return self_paced_weights(a * S_free * S_free - 2.0 * S_free * G + G, lam)
+        W = self_paced_weights(g, lam)[pattern]
+        S_nz, G_nz = S_free[nonzero], g[pattern[nonzero]]
+        W[nonzero] = self_paced_weights(a * S_nz * S_nz - 2.0 * S_nz * G_nz + G_nz, lam)
+        return W
 
     # -- the algorithm -----------------------------------------------------------------------------
     def _fit(self, members, n_clusters, X, rng):
@@ -403,8 +415,7 @@ class _SPCEBase(ConsensusMethod):
             g = table.patterns_f @ inv_alpha
             G = None
             if W is None or self.variant == "spce":   # eq. (13) at every stage; once for the ablations
-                G = g[table.pattern]
-                W = self._initial_weights(S_free, G, a, lam, shat_free)
+                W = self._initial_weights(S_free, g, table.pattern, a, lam, shat_free)
             sum_w = (n * n - 2 * table.n_free) + 2.0 * float(W.sum())
             terms = _StageTerms(W, gamma)
             same_w = member_weight_sums(table, terms.W2)
