@@ -32,6 +32,8 @@ reproduce-all: install
 	@for cfg in configs/paper/*.yaml; do \
 		echo "== $$cfg"; $(BIN)/ensclust run $$cfg --quiet || exit $$?; \
 	done
+	$(BIN)/ensclust figure ensemble-size configs/figures/awec_fig5_ensemble_size.yaml --sizes 10,20,30,40,50 --quiet
+	$(BIN)/ensclust figure rcec-synthetic --quiet
 
 lint: install
 	$(BIN)/ruff check ensclust tests

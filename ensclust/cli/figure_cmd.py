@@ -52,7 +52,7 @@ def ensemble_size(config, sizes, metrics, out_dir, jobs, executor, scheduler, fo
 
     \b
     Examples:
-      ensclust figure ensemble-size configs/paper/awec_fig5_ensemble_size.yaml
+      ensclust figure ensemble-size configs/figures/awec_fig5_ensemble_size.yaml
       ensclust figure ensemble-size configs/demo.yaml --sizes 5,10 --metrics ari --out /tmp/fig --quiet
     """
     from ensclust.figures import ensemble_size as exp
