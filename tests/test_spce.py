@@ -445,10 +445,11 @@ def test_pair_table_fast_paths_match_generic():
         P = rng.integers(0, k, (n, m))
         P[:, 0] = np.repeat(np.arange(4), n // 4 + 1)[:n]
         P = np.column_stack([np.unique(col, return_inverse=True)[1] for col in P.T])
-        sparse_counts = _spce_pairs._upper_pairs(P, max_block_entries=n * 7)   # several row blocks
         dense_counts = _spce_pairs._upper_pairs_dense(P)
-        for x, y in zip(sparse_counts, dense_counts, strict=True):
-            assert x.dtype == y.dtype and np.array_equal(x, y)
+        for entries in (n * 7, n * 40, 20_000_000):   # row blocks of 7, of 40 (uneven), of ceil(n/8)
+            sparse_counts = _spce_pairs._upper_pairs(P, max_block_entries=entries)
+            for x, y in zip(sparse_counts, dense_counts, strict=True):
+                assert x.dtype == y.dtype and np.array_equal(x, y)
         rows, cols, counts = sparse_counts
         free = counts < m
         fast = _spce_pairs._agreement_patterns(P, rows[free], cols[free])

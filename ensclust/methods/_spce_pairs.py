@@ -168,24 +168,26 @@ def _upper_pairs(members: np.ndarray, max_block_entries: int = 20_000_000):
     """Rows, cols (int32) and counts (int32) of the pairs p < q put together by at least one member.
 
     The co-association counts come from the sparse one-hot product computed one row block at a time, so the
-    temporary memory stays bounded even when most pairs have a positive count.
+    temporary memory stays bounded even when most pairs have a positive count. A block of rows only needs
+    the columns from its first row on (the upper triangle), so each block multiplies by the indicator rows
+    from there; eight or more blocks keep the part below the diagonal that is computed small. Exact integer
+    counts, rows in order and sorted columns: the same arrays whatever the blocking.
     """
     n, _ = members.shape
     B = one_hot(members, dtype=np.int32)
-    BT = B.T.tocsr()
-    block = max(1, int(max_block_entries // max(n, 1)))
+    block = max(1, min(int(max_block_entries // max(n, 1)), -(-n // 8)))
     rows, cols, counts = [], [], []
     for start in range(0, n, block):
         stop = min(n, start + block)
-        prod = (B[start:stop] @ BT).tocsr()
+        prod = (B[start:stop] @ B[start:].T).tocsr()
         prod.sort_indices()
-        coo = prod.tocoo()
-        r = coo.row.astype(np.int64) + start
-        keep = coo.col > r
-        rows.append(r[keep].astype(np.int32))
-        cols.append(coo.col[keep].astype(np.int32))
-        counts.append(coo.data[keep].astype(np.int32))
-        del prod, coo, r, keep
+        # local row and column numbers (both relative to start): col > row is the upper triangle
+        local_rows = np.repeat(np.arange(stop - start, dtype=np.int32), np.diff(prod.indptr))
+        keep = prod.indices > local_rows
+        rows.append(local_rows[keep] + np.int32(start))
+        cols.append(prod.indices[keep].astype(np.int32) + np.int32(start))
+        counts.append(prod.data[keep].astype(np.int32))
+        del prod, local_rows, keep
     if not rows:
         empty = np.zeros(0, dtype=np.int32)
         return empty, empty, empty

@@ -145,7 +145,7 @@ def _component_eigenpairs(S_sym, idx, q, warm, rng_seed, dense_limit, tol, maxit
         L = _dense_laplacian(sub)
         vals, vecs = scipy.linalg.eigh(L, subset_by_index=[1, q], overwrite_a=True, check_finite=False)
         return vals, vecs
-    L, deg = _block_laplacian(S_sym, idx)
+    L, deg = _block_laplacian(sub, None)   # the block extracted above (extracting it again cost as much)
     constant = np.full((s, 1), 1.0 / np.sqrt(s))
     X0 = np.zeros((s, q))
     have = 0
