@@ -504,6 +504,7 @@ def test_table_components_match_scipy(kernel, monkeypatch):
         assert k == ref_k and np.array_equal(comp, ref)
         assert table.free_nonzero == np.count_nonzero(S_free)
         assert np.array_equal(table.free_nonzero_index, np.flatnonzero(S_free))
+        assert np.array_equal(table.free_nonzero_sorted, np.flatnonzero(S_free))
         k2, comp2 = table.components(S_free, rng.permutation(np.flatnonzero(S_free)))   # any order
         assert k2 == k and np.array_equal(comp2, comp)
     assert sparse.issparse(upper_matrix(table, S_free))
@@ -588,6 +589,7 @@ def test_table_components_reuse_and_lazy_indicator_embedding():
         ref_k, ref = connected_components(upper_matrix(table, S_free), directed=False)
         assert k == ref_k and np.array_equal(comp, ref)
         assert table.free_nonzero == nonzero.shape[0] and np.array_equal(table.free_nonzero_index, nonzero)
+        assert np.array_equal(table.free_nonzero_sorted, nonzero)   # also when the last answer is reused
         if step % 3:
             assert comp is previous   # same nonzero set: the last answer
         previous = comp
@@ -677,6 +679,7 @@ def test_pair_distances_subset_is_bitwise_full():
     rows, cols = np.triu_indices(n, 1)
     rows, cols = rows.astype(np.int32), cols.astype(np.int32)
     comp = rng.integers(0, 3, n)
+    work = {}
     for r in (3, 8):
         Y = Embedding(comp=comp, weight=np.where(comp == 0, 1.0 / np.sum(comp == 0), 0.0),
                       extra=rng.standard_normal((n, r)) / np.sqrt(n))
@@ -684,6 +687,9 @@ def test_pair_distances_subset_is_bitwise_full():
         subset = np.flatnonzero(rng.random(rows.shape[0]) < 0.2)
         part = Y.sqdist(rows[subset], cols[subset], block_entries=n * 37)
         assert np.array_equal(part.view(np.int64), full[subset].view(np.int64))
+        for _ in range(2):   # Gram blocks written into a kept buffer (reused across calls): the same bits
+            kept = Y.sqdist(rows[subset], cols[subset], block_entries=n * 37, work=work)
+            assert np.array_equal(kept.view(np.int64), part.view(np.int64))
     Y = Embedding(comp=comp, weight=np.zeros(n), extra=rng.standard_normal((n, 7)) / np.sqrt(n))
     full = Y.sqdist(rows, cols)
     pattern = rng.integers(0, 30, rows.shape[0]).astype(np.int32)

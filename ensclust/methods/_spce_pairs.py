@@ -95,7 +95,8 @@ class PairTable:
         Same graph, hence the same labels (numbered by their smallest point), as ``connected_components`` of
         the assembled upper-triangle matrix. ``nonzero``: the indices of the free pairs with S != 0 (any
         order) when the caller has them. Side results for the rest of the iteration: ``free_nonzero``
-        (= count_nonzero(S_free)) and ``free_nonzero_index`` (= ``nonzero``, else flatnonzero(S_free)).
+        (= count_nonzero(S_free)), ``free_nonzero_index`` (= ``nonzero``, else flatnonzero(S_free)) and
+        ``free_nonzero_sorted`` (= flatnonzero(S_free), read off the kept positions).
         """
         if self.all_cols is None:
             raise ValueError("this PairTable was built without its CSR layout")
@@ -106,9 +107,10 @@ class PairTable:
         # Successive S-updates often keep exactly the same nonzero pairs: the same graph, the same answer.
         last = self._last_components
         if last is not None and self.reuse_components and (last[0] is nonzero or np.array_equal(last[0], nonzero)):
+            self.free_nonzero_sorted = last[3]
             return last[1], last[2]
         k, comp = self._label_components(nonzero)
-        self._last_components = (nonzero, k, comp)
+        self._last_components = (nonzero, k, comp, self.free_nonzero_sorted)
         return k, comp
 
     def _label_components(self, nonzero: np.ndarray) -> tuple[int, np.ndarray]:
@@ -117,6 +119,8 @@ class PairTable:
         # the kept positions in CSR order: the Omega-ones plus the nonzero free pairs, as the increasing
         # positions of a mark over all pairs (a byte per pair; sorting the ~1e6 kept positions cost 5x more)
         keep = self._sorted_positions(self._one_pos, self.free_pos[nonzero])
+        free_sorted = self._free_of_pos[keep]
+        self.free_nonzero_sorted = free_sorted[free_sorted >= 0]
         indptr = np.searchsorted(keep, self.all_indptr).astype(np.int32)
         indices = self.all_cols[keep]
         if _connected_components_undirected is None:

@@ -43,8 +43,14 @@ class Embedding:
     weight: np.ndarray
     extra: np.ndarray
 
-    def sqdist(self, rows: np.ndarray, cols: np.ndarray, block_entries: int = 8_000_000) -> np.ndarray:
-        """||y_p - y_q||^2 for the pairs (rows[t], cols[t]); ``rows`` must be non-decreasing."""
+    def sqdist(self, rows: np.ndarray, cols: np.ndarray, block_entries: int = 8_000_000,
+               work: dict | None = None) -> np.ndarray:
+        """||y_p - y_q||^2 for the pairs (rows[t], cols[t]); ``rows`` must be non-decreasing.
+
+        ``work``: a dict owned by the caller in which the row-block Gram products are written (the same
+        BLAS call on the same operands as without it, only into a kept buffer: a fresh 64 MB block per
+        product cost more in page faults than the product itself).
+        """
         w = self.weight
         # indicator part: 0 inside a component, w_p + w_q across components (w = 1/size or 0)
         out = w[rows]
@@ -66,11 +72,17 @@ class Embedding:
         step = max(1, block_entries // max(n, 1))
         bounds = np.searchsorted(rows, np.arange(0, n + step, step))
         VT = np.ascontiguousarray(V.T)
+        buffer = None
+        if work is not None:
+            buffer = work.get("gram")
+            if buffer is None or buffer.shape[1] != n or buffer.shape[0] < min(step, n):
+                buffer = work["gram"] = np.empty((min(step, n), n))
         for b, start in enumerate(range(0, n, step)):
             lo, hi = bounds[b], bounds[b + 1]
             if lo == hi:
                 continue
-            K = V[start:start + step] @ VT
+            block = V[start:start + step]
+            K = block @ VT if buffer is None else np.matmul(block, VT, out=buffer[:block.shape[0]])
             out[lo:hi] -= 2.0 * K[rows[lo:hi] - start, cols[lo:hi]]
         return np.maximum(out, 0.0, out=out)
 

@@ -231,20 +231,21 @@ class PairDistances:
     corresponding entries of the full array bit for bit.
     """
 
-    def __init__(self, Y: Embedding, rows: np.ndarray, cols: np.ndarray):
+    def __init__(self, Y: Embedding, rows: np.ndarray, cols: np.ndarray, work: dict | None = None):
         self.Y, self.rows, self.cols = Y, rows, cols
         self.n_pairs = int(rows.shape[0])
+        self.work = work   # scratch buffers of Embedding.sqdist, kept across the calls of one fit
         self._full = None
 
     def at(self, pairs: np.ndarray) -> np.ndarray:
         """Distances of the free pairs ``pairs`` (increasing indices)."""
         if self._full is not None:
             return self._full[pairs]
-        return self.Y.sqdist(self.rows[pairs], self.cols[pairs])
+        return self.Y.sqdist(self.rows[pairs], self.cols[pairs], work=self.work)
 
     def full(self) -> np.ndarray:
         if self._full is None:
-            self._full = self.Y.sqdist(self.rows, self.cols)
+            self._full = self.Y.sqdist(self.rows, self.cols, work=self.work)
         return self._full
 
 
@@ -342,7 +343,7 @@ class _SPCEBase(ConsensusMethod):
         k, comp = table.components(S_free, nonzero)
         if k > c and self.rank_test != "dense":
             return indicator_spectrum(comp, k, c, self.rank_test)
-        return smallest_eigenpairs(upper_matrix(table, S_free), c, rank_test=self.rank_test, previous=previous,
+        return smallest_eigenpairs(upper_matrix(table, S_free, table.free_nonzero_sorted), c, rank_test=self.rank_test, previous=previous,
                                    dense_limit=self.dense_limit, tol=self.eig_tol, maxiter=self.eig_maxiter,
                                    components=(k, comp))
 
@@ -401,6 +402,7 @@ class _SPCEBase(ConsensusMethod):
         Y = spec.embedding
         W = None
         E, E_of = None, None
+        sqdist_work = {}
         free_rows, free_cols = table.free_rows, table.free_cols
         diag = {"variant": self.variant, "gamma": gamma, "n_pairs": table.n_pairs, "n_free_pairs": table.n_free,
                 "n_fixed_one_pairs": table.n_ones, "n_patterns": int(table.patterns.shape[0]),
@@ -428,7 +430,7 @@ class _SPCEBase(ConsensusMethod):
                     g = table.patterns_f @ inv_alpha
                     G = None
                 if Y is not E_of:  # Y is unchanged after a revert: reuse its distances
-                    E, E_of = PairDistances(Y, free_rows, free_cols), Y   # computed where they are read
+                    E, E_of = PairDistances(Y, free_rows, free_cols, sqdist_work), Y   # where they are read
                 if terms.can_prune:                                          # eq. (16)/(17)
                     S_free, nonzero = terms.s_update_pruned(g, table.pattern, E, a, rho, table.by_pattern,
                                                             table.pattern_start)
@@ -499,14 +501,17 @@ class _SPCEBase(ConsensusMethod):
         return spectral_clustering(affinity, c, random_state=rng)
 
 
-def upper_matrix(table: PairTable, S_free: np.ndarray) -> sparse.csr_matrix:
+def upper_matrix(table: PairTable, S_free: np.ndarray, nonzero_sorted: np.ndarray | None = None
+                 ) -> sparse.csr_matrix:
     """CSR of the nonzero S_pq, p < q: the free pairs with S != 0 plus the Omega-ones (value 1).
+
+    ``nonzero_sorted``: flatnonzero(S_free) when the caller has it (PairTable.components leaves it behind).
 
     The free pairs are stored in CSR order, so their matrix is assembled without sorting; the constant
     Omega-one part is built once and added (a linear merge of two canonical CSR matrices).
     """
     n = table.n
-    keep = np.flatnonzero(S_free)
+    keep = np.flatnonzero(S_free) if nonzero_sorted is None else nonzero_sorted
     indptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(table.free_rows[keep], minlength=n), out=indptr[1:])
     free_part = sparse.csr_matrix((S_free[keep], table.free_cols[keep], indptr), shape=(n, n))
