@@ -571,6 +571,17 @@ def test_pruned_s_update_reused_plan_is_bitwise_full_update():
     pruned, nonzero = terms.s_update_pruned(patterns @ big, pattern, E, float(big.sum()), 1.0)
     assert not np.any(pruned) and nonzero.shape[0] == 0
     assert reused >= 10 and same_nonzero >= 5   # the reuse paths were exercised
+    # a next stage taking over this stage's buffers (its S holds values of the last call) starts clean
+    pruned, _ = terms.s_update_pruned(g, pattern, E, a, 0.5)
+    W_next = np.minimum(rng.uniform(0.05, 1.5, n_pairs), 1.0)
+    for prune in (True, False):
+        next_terms = _StageTerms(W_next, gamma, previous=terms)
+        assert next_terms._S is terms._S and next_terms.work is terms.work
+        full = _StageTerms(W_next, gamma).s_update(g[pattern], E, a, 0.5).copy()
+        got = (next_terms.s_update_pruned(g, pattern, E, a, 0.5)[0] if prune
+               else next_terms.s_update(g[pattern], E, a, 0.5))
+        assert np.array_equal(full.view(np.int64), got.view(np.int64))
+        terms = next_terms
 
 
 def test_table_components_reuse_and_lazy_indicator_embedding():
@@ -751,3 +762,40 @@ def test_initial_weights_by_pattern_is_bitwise_formula(variant):
             assert np.array_equal(W.view(np.int64), expected.view(np.int64)), (density, lam)
     B = np.array([-1e-17, 0.0, 1e-300, 0.25, 4.0])
     assert np.array_equal(self_paced_weights(B, 1.0), [1.0, 1.0, 1.0, 1.0, 0.125])
+
+
+@pytest.mark.parametrize("fill", [0.02, 0.6])
+def test_lobpcg_operator_is_the_block_laplacian(fill, monkeypatch):
+    """The operator handed to LOBPCG equals D - S of the block, bit for bit: sparse below the fill
+    threshold, densified above it (written directly, not via the sparse difference), with the decision
+    taken on the nnz the sparse D - S would have."""
+    from scipy import sparse
+
+    from ensclust.methods import _spce_spectrum
+    from ensclust.methods._spce_spectrum import DENSE_OPERATOR_FILL, _block_laplacian, _component_eigenpairs
+    rng = np.random.default_rng(21)
+    n = 120
+    A = np.triu(rng.uniform(0, 1, (n, n)) * (rng.random((n, n)) < fill), 1)
+    A[np.arange(n - 1), np.arange(1, n)] = 0.25   # one connected component
+    S_sym = sparse.csr_matrix(A + A.T)
+    seen = []
+    real_lobpcg = _spce_spectrum.lobpcg
+
+    def spy(L, X, **kwargs):
+        seen.append(L)
+        return real_lobpcg(L, X, **kwargs)
+
+    monkeypatch.setattr(_spce_spectrum, "lobpcg", spy)
+    idx = np.arange(5, n)
+    for block in (None, idx):
+        _component_eigenpairs(S_sym, block, 3, None, 0, 10, 1e-8, 50)
+        ref, _ = _block_laplacian(S_sym, block)
+        m = ref.shape[0]
+        operator = seen[-1]
+        if ref.nnz > DENSE_OPERATOR_FILL * m * m:
+            assert fill > 0.3 and isinstance(operator, np.ndarray)
+            assert np.array_equal(operator.view(np.int64), ref.toarray().view(np.int64))   # +0.0 zeros too
+        else:
+            assert fill < 0.3 and sparse.issparse(operator)
+            assert np.array_equal(operator.toarray().view(np.int64), ref.toarray().view(np.int64))
+            assert operator.nnz == ref.nnz

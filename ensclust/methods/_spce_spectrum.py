@@ -137,12 +137,13 @@ def _block_laplacian(S_sym: sparse.csr_matrix, idx: np.ndarray | None):
     return sparse.diags(deg) - sub, deg
 
 
-def _dense_laplacian(sub: sparse.csr_matrix) -> np.ndarray:
+def _dense_laplacian(sub: sparse.csr_matrix, deg: np.ndarray | None = None) -> np.ndarray:
     """Dense L = D - S of a block, bit-for-bit equal to densifying the sparse difference of
     :func:`_block_laplacian` (S has no stored diagonal, so L_pp = deg_p and L_pq = 0 - S_pq). It is 0 - x,
     not -x: the zeros must stay +0.0, because the sign of a zero steers LAPACK's Householder reflectors and
-    so the last bits of the eigenvectors."""
-    deg = np.asarray(sub.sum(axis=1)).ravel()
+    so the last bits of the eigenvectors. ``deg``: the row sums of ``sub`` when the caller has them."""
+    if deg is None:
+        deg = np.asarray(sub.sum(axis=1)).ravel()
     L = sub.toarray()
     np.subtract(0.0, L, out=L)
     L[np.diag_indices(L.shape[0])] = deg
@@ -157,7 +158,9 @@ def _component_eigenpairs(S_sym, idx, q, warm, rng_seed, dense_limit, tol, maxit
         L = _dense_laplacian(sub)
         vals, vecs = scipy.linalg.eigh(L, subset_by_index=[1, q], overwrite_a=True, check_finite=False)
         return vals, vecs
-    L, deg = _block_laplacian(sub, None)   # the block extracted above (extracting it again cost as much)
+    deg = np.asarray(sub.sum(axis=1)).ravel()
+    # nnz of the sparse D - S (S stores no zeros and no diagonal, so every S_pq and every deg_p != 0 stays)
+    dense_operator = sub.nnz + np.count_nonzero(deg) > DENSE_OPERATOR_FILL * s * s
     constant = np.full((s, 1), 1.0 / np.sqrt(s))
     X0 = np.zeros((s, q))
     have = 0
@@ -171,9 +174,12 @@ def _component_eigenpairs(S_sym, idx, q, warm, rng_seed, dense_limit, tol, maxit
         X0[:, have:] = np.random.default_rng(rng_seed).standard_normal((s, q - have))
     X0, _ = np.linalg.qr(X0)
     precond = sparse.diags(1.0 / np.maximum(deg, 1e-12))
-    if L.nnz > DENSE_OPERATOR_FILL * s * s:
+    if dense_operator:
         # A nearly full block multiplies faster as a dense BLAS matrix than as CSR (8 vs 12+ bytes/entry).
-        L = L.toarray()
+        # Written directly: the same array as densifying the sparse D - S, without building the latter.
+        L = _dense_laplacian(sub, deg)
+    else:
+        L = sparse.diags(deg) - sub
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         vals, vecs = lobpcg(L, X0, M=precond, Y=constant, tol=tol, maxiter=maxiter, largest=False)

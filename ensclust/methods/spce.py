@@ -95,33 +95,52 @@ class _StageTerms:
     """Quantities fixed while W is fixed (one self-paced stage), so each S-update is a few passes.
 
     The S-update writes into buffers owned by the stage: the returned S is valid until the next call.
+    ``previous``: the terms of the previous stage, whose pair-sized buffers (S, W^2 S, the pruned update's
+    scratch) are taken over (its S must not be read any more; fresh 72 MB buffers cost page faults).
+    The full-size 1/(2 W^2) and sqrt(gamma)/W are only built for the full update; the pruned update
+    computes them on the pairs it gathers (the same element-wise operations, so the same bits).
     """
 
     prune = True  # class switch for the tests: False forces the full S-update on every free pair
 
-    def __init__(self, W: np.ndarray, gamma: float):
-        self.half_inv_w2 = 0.5 / (W * W)
+    def __init__(self, W: np.ndarray, gamma: float, previous: _StageTerms | None = None):
+        self.W = W
         self.sqrt_gamma = np.sqrt(gamma)
-        self.sqrt_gamma_over_w = self.sqrt_gamma / W
         self.W2 = W * W
         # Pruning by pattern (s_update_pruned) needs 0 < W <= 1, which eq. (13) and W = 1 guarantee.
         self.can_prune = self.prune and bool(W.size == 0 or (W.min() > 0.0 and W.max() <= 1.0))
         self._sgw = None
         self._plan = None       # the pruned update's gathers for one survivor set (a _Plan)
         self._last_nonzero = None   # (plan, nonzero mask over the plan's pairs, nonzero pair indices)
-        self._S = np.empty_like(W)
+        reuse = previous is not None and previous._S.shape == W.shape
+        self._S = previous._S if reuse else np.empty_like(W)
         self._S_support = None  # pairs of _S that may be nonzero; None: anywhere (not yet known)
-        self._threshold = np.empty_like(W)
-        self._below = np.empty(W.shape, dtype=bool)
-        self.work = np.empty_like(W)
+        self.work = previous.work if reuse else np.empty_like(W)
+        self.scratch = previous.scratch if reuse else {}   # index buffers of the pruned update's plans
+        self._full_terms = None
+
+    def _full_update_terms(self):
+        if self._full_terms is None:
+            W = self.W
+            self._full_terms = (0.5 / (W * W), self.sqrt_gamma / W, np.empty_like(W), np.empty(W.shape, dtype=bool))
+        return self._full_terms
+
+    @property
+    def half_inv_w2(self) -> np.ndarray:
+        return self._full_update_terms()[0]
+
+    @property
+    def sqrt_gamma_over_w(self) -> np.ndarray:
+        return self._full_update_terms()[1]
 
     def s_update(self, G, E, a, rho):
         # C a = G - rho E / (2 W^2); compare C a with sqrt(gamma) sqrt(a) / W (same as C < sqrt(tau)).
         self._S_support = None
-        Ca = np.multiply(E, self.half_inv_w2, out=self._S)
+        half_inv_w2, sqrt_gamma_over_w, threshold, below = self._full_update_terms()
+        Ca = np.multiply(E, half_inv_w2, out=self._S)
         Ca *= -rho
         Ca += G
-        below = np.less(Ca, np.multiply(self.sqrt_gamma_over_w, np.sqrt(a), out=self._threshold), out=self._below)
+        below = np.less(Ca, np.multiply(sqrt_gamma_over_w, np.sqrt(a), out=threshold), out=below)
         Ca /= a
         np.minimum(Ca, 1.0, out=Ca)
         np.copyto(Ca, 0.0, where=below)
@@ -152,8 +171,8 @@ class _StageTerms:
         if by_pattern is None:
             by_pattern = np.argsort(pattern, kind="stable")
             pattern_start = np.concatenate([[0], np.cumsum(np.bincount(pattern, minlength=g.shape[0]))])
-        if self._sgw is None:
-            self._sgw = self.sqrt_gamma_over_w[by_pattern]
+        if self._sgw is None:   # sqrt(gamma)/W in pattern order (= (sqrt(gamma)/W)[by_pattern], element-wise)
+            self._sgw = self.sqrt_gamma / self.W[by_pattern]
             self._pattern_floor = _group_minimum(self._sgw, pattern_start)   # min of sqrt(gamma)/W per pattern
         sqrt_a = np.sqrt(a)
         survive = g >= self._pattern_floor * sqrt_a
@@ -166,11 +185,12 @@ class _StageTerms:
             total = int(ends[-1]) if ends.shape[0] else 0
             order = np.arange(total) + np.repeat(first - (ends - lengths), lengths)   # positions, pattern order
             pairs = by_pattern[order]
+            w = self.W[pairs]
             plan = _Plan(survive=survive, sgw=self._sgw[order], visited_pattern=np.repeat(survivors, lengths),
-                         pairs=pairs, half_inv_w2=self.half_inv_w2[pairs])
+                         pairs=pairs, half_inv_w2=0.5 / (w * w))
             self._plan = plan
         if plan.eh_of is not E:   # E / (2 W^2) of the visited pairs: fixed while the plan and E are
-            plan.eh = plan.distances(E) * plan.half_inv_w2
+            plan.eh = plan.distances(E, self.scratch) * plan.half_inv_w2
             plan.eh_of = E
         Ca = np.multiply(plan.eh, -rho)
         Ca += g[plan.visited_pattern]
@@ -209,17 +229,23 @@ class _Plan:
         self.eh, self.eh_of = None, None        # E / (2 W^2) of the visited pairs, and the E it came from
         self._sorted, self._slot = None, None
 
-    def distances(self, E) -> np.ndarray:
-        """E of the visited pairs (pattern order), from the full array or computed for them only."""
+    def distances(self, E, scratch: dict) -> np.ndarray:
+        """E of the visited pairs (pattern order), from the full array or computed for them only.
+
+        ``scratch``: a dict holding pair-sized index buffers across plans (allocated on first use)."""
         if not isinstance(E, PairDistances):
             return E[self.pairs]
         if self._sorted is None:   # the visited pairs in increasing (CSR) order, and where each one sits
-            mark = np.zeros(E.n_pairs, dtype=bool)
+            mark, slot = scratch.get("mark"), scratch.get("slot")
+            if mark is None or mark.shape[0] != E.n_pairs:
+                mark = scratch["mark"] = np.zeros(E.n_pairs, dtype=bool)
+                slot = scratch["slot"] = np.empty(E.n_pairs, dtype=np.int64)
+            else:
+                mark.fill(False)
             mark[self.pairs] = True
             self._sorted = np.flatnonzero(mark)
-            self._slot = np.empty(E.n_pairs, dtype=np.int64)
-            self._slot[self._sorted] = np.arange(self._sorted.shape[0])
-            self._slot = self._slot[self.pairs]
+            slot[self._sorted] = np.arange(self._sorted.shape[0])
+            self._slot = slot[self.pairs]
         return E.at(self._sorted)[self._slot]
 
 
@@ -401,6 +427,7 @@ class _SPCEBase(ConsensusMethod):
         spec = self._spectrum(table, S_free, c, start)
         Y = spec.embedding
         W = None
+        terms = None
         E, E_of = None, None
         sqdist_work = {}
         free_rows, free_cols = table.free_rows, table.free_cols
@@ -419,7 +446,7 @@ class _SPCEBase(ConsensusMethod):
             if W is None or self.variant == "spce":   # eq. (13) at every stage; once for the ablations
                 W = self._initial_weights(S_free, g, table.pattern, a, lam, shat_free)
             sum_w = (n * n - 2 * table.n_free) + 2.0 * float(W.sum())
-            terms = _StageTerms(W, gamma)
+            terms = _StageTerms(W, gamma, previous=terms)   # takes over the previous stage's buffers
             same_w = member_weight_sums(table, terms.W2)
             passed = False
             it = 0
