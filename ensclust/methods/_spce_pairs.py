@@ -79,15 +79,8 @@ class PairTable:
         self.pattern_start = np.zeros(self.patterns.shape[0] + 1, dtype=np.int64)
         np.cumsum(np.bincount(self.pattern, minlength=self.patterns.shape[0]), out=self.pattern_start[1:])
         if self.all_rows is not None:
-            # the same pairs in CSC order (= CSR of the transpose), for the undirected component search
-            by_col = _stable_argsort(self.all_cols, self.n)   # the pairs are in row order already
-            self._t_indices = self.all_rows[by_col]
-            self._t_rank = np.empty(by_col.shape[0], dtype=np.int64)   # position of each pair in CSC order
-            self._t_rank[by_col] = np.arange(by_col.shape[0])
             self._free_of_pos = np.full(self.all_cols.shape[0], -1, dtype=np.int64)
             self._free_of_pos[self.free_pos] = np.arange(self.free_pos.shape[0])
-            self._t_indptr = np.zeros(self.n + 1, dtype=np.int64)
-            np.cumsum(np.bincount(self.all_cols, minlength=self.n), out=self._t_indptr[1:])
 
     def components(self, S_free: np.ndarray, nonzero: np.ndarray | None = None) -> tuple[int, np.ndarray]:
         """Connected components of the graph S != 0 (free pairs with S_pq != 0 plus the Omega-ones).
@@ -127,10 +120,13 @@ class PairTable:
             graph = sparse.csr_matrix((np.ones(keep.shape[0]), indices, indptr), shape=(self.n, self.n))
             k, comp = connected_components(graph, directed=False)
             return int(k), comp.astype(np.int32)
-        keep_t = self._sorted_positions(self._t_rank[keep])
-        indptr_t = np.searchsorted(keep_t, self._t_indptr).astype(np.int32)
+        # the transposed graph (CSC of the kept pairs: rows increasing within each column) in O(kept pairs);
+        # a CSC layout of all pairs prepared once cost more to build and to filter than this conversion
+        transposed = sparse.csr_matrix((np.ones(keep.shape[0], dtype=np.int8), indices, indptr),
+                                       shape=(self.n, self.n)).tocsc()
         comp = np.empty(self.n, dtype=np.int32)
-        k = _connected_components_undirected(indices, indptr, self._t_indices[keep_t], indptr_t, comp)
+        k = _connected_components_undirected(indices, indptr, transposed.indices.astype(np.int32, copy=False),
+                                             transposed.indptr.astype(np.int32, copy=False), comp)
         return int(k), comp
 
     def _sorted_positions(self, *parts: np.ndarray) -> np.ndarray:
