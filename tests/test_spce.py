@@ -698,6 +698,18 @@ def test_pair_distances_subset_is_bitwise_full():
         subset = np.flatnonzero(rng.random(rows.shape[0]) < 0.2)
         part = Y.sqdist(rows[subset], cols[subset], block_entries=n * 37)
         assert np.array_equal(part.view(np.int64), full[subset].view(np.int64))
+        if r > 4:   # the Gram path against its formula, block by block with a two-array fancy index
+            step = max(1, (n * 37) // n)
+            ref = Y.weight[rows] + Y.weight[cols]
+            ref[comp[rows] == comp[cols]] = 0.0
+            sq = np.einsum("ij,ij->i", Y.extra, Y.extra)
+            ref += sq[rows] + sq[cols]
+            VT = np.ascontiguousarray(Y.extra.T)
+            for start in range(0, n, step):
+                sel = (rows >= start) & (rows < start + step)
+                ref[sel] -= 2.0 * (Y.extra[start:start + step] @ VT)[rows[sel] - start, cols[sel]]
+            ref = np.maximum(ref, 0.0)
+            assert np.array_equal(full.view(np.int64), ref.view(np.int64))
         for _ in range(2):   # Gram blocks written into a kept buffer (reused across calls): the same bits
             kept = Y.sqdist(rows[subset], cols[subset], block_entries=n * 37, work=work)
             assert np.array_equal(kept.view(np.int64), part.view(np.int64))
