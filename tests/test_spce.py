@@ -450,6 +450,10 @@ def test_pair_table_fast_paths_match_generic():
             sparse_counts = _spce_pairs._upper_pairs(P, max_block_entries=entries)
             for x, y in zip(sparse_counts, dense_counts, strict=True):
                 assert x.dtype == y.dtype and np.array_equal(x, y)
+            mask_rows, mask_cols, masks = _spce_pairs._upper_pairs(P, max_block_entries=entries, bit_masks=True)
+            assert np.array_equal(mask_rows, dense_counts[0]) and np.array_equal(mask_cols, dense_counts[1])
+            assert masks.dtype == np.int64
+            assert np.array_equal(masks, _spce_pairs._packed_keys(P, dense_counts[0], dense_counts[1]))
         rows, cols, counts = sparse_counts
         free = counts < m
         fast = _spce_pairs._agreement_patterns(P, rows[free], cols[free])
@@ -477,13 +481,19 @@ def test_pair_table_routes_agree(monkeypatch):
         P[:8] = 0
         P = np.column_stack([np.unique(col, return_inverse=True)[1] for col in P.T])
         fast = build_pair_table(P)
-        monkeypatch.setattr(_spce_pairs, "DENSE_KEYS_MAX_M", 0)
-        generic = build_pair_table(P)
-        monkeypatch.undo()
-        for name in ("free_rows", "free_cols", "one_rows", "one_cols", "pattern", "patterns", "all_cols",
-                     "all_indptr", "free_pos", "all_rows"):
-            a, b = getattr(fast, name), getattr(generic, name)
-            assert a.dtype == b.dtype and np.array_equal(a, b), name
+        routes = []
+        for limits in ({"DENSE_KEYS_MAX_M": 0},                                # dense counts + packed keys
+                       {"DENSE_COUNTS_LIMIT": 0},                              # sparse bit-mask product
+                       {"DENSE_COUNTS_LIMIT": 0, "SPARSE_KEYS_MAX_M": 0}):     # sparse counts + packed keys
+            for name, value in limits.items():
+                monkeypatch.setattr(_spce_pairs, name, value)
+            routes.append(build_pair_table(P))
+            monkeypatch.undo()
+        for generic in routes:
+            for name in ("free_rows", "free_cols", "one_rows", "one_cols", "pattern", "patterns", "all_cols",
+                         "all_indptr", "free_pos", "all_rows"):
+                a, b = getattr(fast, name), getattr(generic, name)
+                assert a.dtype == b.dtype and np.array_equal(a, b), name
 
 
 @pytest.mark.parametrize("kernel", [True, False])

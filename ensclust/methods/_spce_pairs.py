@@ -36,6 +36,8 @@ except ImportError:  # pragma: no cover - other scipy versions: the public funct
 DENSE_COUNTS_LIMIT = 2000
 #: largest m whose agreement bit masks the dense product gives exactly (float32: integers below 2^24)
 DENSE_KEYS_MAX_M = 24
+#: largest m whose agreement bit masks the sparse int64 product gives (and the packed keys hold)
+SPARSE_KEYS_MAX_M = 62
 
 
 @dataclass
@@ -164,8 +166,13 @@ def _stable_argsort(values: np.ndarray, bound: int) -> np.ndarray:
     return np.argsort(values, kind="stable")
 
 
-def _upper_pairs(members: np.ndarray, max_block_entries: int = 20_000_000):
+def _upper_pairs(members: np.ndarray, max_block_entries: int = 20_000_000, bit_masks: bool = False):
     """Rows, cols (int32) and counts (int32) of the pairs p < q put together by at least one member.
+
+    ``bit_masks=True`` (m <= SPARSE_KEYS_MAX_M): the third array holds the agreement bit masks instead
+    (int64, bit i = member i puts p and q together, the keys of :func:`_packed_keys`): the left factor's
+    indicator columns of member i are weighted by 2^i, so the product sums distinct powers of two (exact
+    integer arithmetic). Same pairs (mask > 0 <=> count > 0), no second pass over the pairs.
 
     The co-association counts come from the sparse one-hot product computed one row block at a time, so the
     temporary memory stays bounded even when most pairs have a positive count. A block of rows only needs
@@ -173,24 +180,34 @@ def _upper_pairs(members: np.ndarray, max_block_entries: int = 20_000_000):
     from there; eight or more blocks keep the part below the diagonal that is computed small. Exact integer
     counts, rows in order and sorted columns: the same arrays whatever the blocking.
     """
-    n, _ = members.shape
-    B = one_hot(members, dtype=np.int32)
+    n, m = members.shape
+    if bit_masks:
+        if m > SPARSE_KEYS_MAX_M:
+            raise ValueError(f"bit masks of {m} members do not fit in int64")
+        B = one_hot(members, dtype=np.int64)
+        left = B.copy()
+        left.data = left.data * np.repeat(np.left_shift(np.int64(1), np.arange(m, dtype=np.int64)),
+                                          cluster_counts(members))[left.indices]
+        out_dtype = np.int64
+    else:
+        B = left = one_hot(members, dtype=np.int32)
+        out_dtype = np.int32
     block = max(1, min(int(max_block_entries // max(n, 1)), -(-n // 8)))
     rows, cols, counts = [], [], []
     for start in range(0, n, block):
         stop = min(n, start + block)
-        prod = (B[start:stop] @ B[start:].T).tocsr()
+        prod = (left[start:stop] @ B[start:].T).tocsr()
         prod.sort_indices()
         # local row and column numbers (both relative to start): col > row is the upper triangle
         local_rows = np.repeat(np.arange(stop - start, dtype=np.int32), np.diff(prod.indptr))
         keep = prod.indices > local_rows
         rows.append(local_rows[keep] + np.int32(start))
         cols.append(prod.indices[keep].astype(np.int32) + np.int32(start))
-        counts.append(prod.data[keep].astype(np.int32))
+        counts.append(prod.data[keep].astype(out_dtype))
         del prod, local_rows, keep
     if not rows:
         empty = np.zeros(0, dtype=np.int32)
-        return empty, empty, empty
+        return empty, empty, empty.astype(out_dtype)
     return np.concatenate(rows), np.concatenate(cols), np.concatenate(counts)
 
 
@@ -312,6 +329,9 @@ def build_pair_table(members: np.ndarray) -> PairTable:
     keys = None
     if n <= DENSE_COUNTS_LIMIT and m <= DENSE_KEYS_MAX_M:   # pairs and bit masks from one product
         rows, cols, keys = _upper_pair_keys_dense(members)
+        is_one = keys == (1 << m) - 1
+    elif n > DENSE_COUNTS_LIMIT and m <= SPARSE_KEYS_MAX_M:   # the same from the block-wise sparse product
+        rows, cols, keys = _upper_pairs(members, bit_masks=True)
         is_one = keys == (1 << m) - 1
     else:
         rows, cols, counts = (_upper_pairs_dense if n <= DENSE_COUNTS_LIMIT else _upper_pairs)(members)
