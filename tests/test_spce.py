@@ -515,6 +515,10 @@ def test_table_components_match_scipy(kernel, monkeypatch):
         assert table.free_nonzero == np.count_nonzero(S_free)
         assert np.array_equal(table.free_nonzero_index, np.flatnonzero(S_free))
         assert np.array_equal(table.free_nonzero_sorted, np.flatnonzero(S_free))
+        direct, merged = upper_matrix(table, S_free, layout=table.kept_layout), upper_matrix(table, S_free)
+        for name in ("indptr", "indices", "data"):
+            x, y = getattr(direct, name), getattr(merged, name)
+            assert x.dtype == y.dtype and np.array_equal(x, y), name
         k2, comp2 = table.components(S_free, rng.permutation(np.flatnonzero(S_free)))   # any order
         assert k2 == k and np.array_equal(comp2, comp)
     assert sparse.issparse(upper_matrix(table, S_free))
@@ -611,6 +615,11 @@ def test_table_components_reuse_and_lazy_indicator_embedding():
         assert k == ref_k and np.array_equal(comp, ref)
         assert table.free_nonzero == nonzero.shape[0] and np.array_equal(table.free_nonzero_index, nonzero)
         assert np.array_equal(table.free_nonzero_sorted, nonzero)   # also when the last answer is reused
+        rescaled = S_free * 0.5   # same nonzero set, other values: the reused layout takes the new values
+        table.components(rescaled, nonzero)
+        direct, merged = upper_matrix(table, rescaled, layout=table.kept_layout), upper_matrix(table, rescaled)
+        assert np.array_equal(direct.data, merged.data) and np.array_equal(direct.indices, merged.indices)
+        table.components(S_free, nonzero)
         if step % 3:
             assert comp is previous   # same nonzero set: the last answer
         previous = comp

@@ -90,8 +90,10 @@ class PairTable:
         Same graph, hence the same labels (numbered by their smallest point), as ``connected_components`` of
         the assembled upper-triangle matrix. ``nonzero``: the indices of the free pairs with S != 0 (any
         order) when the caller has them. Side results for the rest of the iteration: ``free_nonzero``
-        (= count_nonzero(S_free)), ``free_nonzero_index`` (= ``nonzero``, else flatnonzero(S_free)) and
-        ``free_nonzero_sorted`` (= flatnonzero(S_free), read off the kept positions).
+        (= count_nonzero(S_free)), ``free_nonzero_index`` (= ``nonzero``, else flatnonzero(S_free)),
+        ``free_nonzero_sorted`` (= flatnonzero(S_free), read off the kept positions) and ``kept_layout``
+        (indptr, indices of the kept pairs in CSR order, the slots of the free ones among them and their
+        free-pair indices: the upper S without a merge, see ``spce.upper_matrix``).
         """
         if self.all_cols is None:
             raise ValueError("this PairTable was built without its CSR layout")
@@ -102,10 +104,10 @@ class PairTable:
         # Successive S-updates often keep exactly the same nonzero pairs: the same graph, the same answer.
         last = self._last_components
         if last is not None and self.reuse_components and (last[0] is nonzero or np.array_equal(last[0], nonzero)):
-            self.free_nonzero_sorted = last[3]
+            self.free_nonzero_sorted, self.kept_layout = last[3], last[4]
             return last[1], last[2]
         k, comp = self._label_components(nonzero)
-        self._last_components = (nonzero, k, comp, self.free_nonzero_sorted)
+        self._last_components = (nonzero, k, comp, self.free_nonzero_sorted, self.kept_layout)
         return k, comp
 
     def _label_components(self, nonzero: np.ndarray) -> tuple[int, np.ndarray]:
@@ -115,9 +117,12 @@ class PairTable:
         # positions of a mark over all pairs (a byte per pair; sorting the ~1e6 kept positions cost 5x more)
         keep = self._sorted_positions(self._one_pos, self.free_pos[nonzero])
         free_sorted = self._free_of_pos[keep]
-        self.free_nonzero_sorted = free_sorted[free_sorted >= 0]
+        free_slots = np.flatnonzero(free_sorted >= 0)
+        self.free_nonzero_sorted = free_sorted[free_slots]
         indptr = np.searchsorted(keep, self.all_indptr).astype(np.int32)
         indices = self.all_cols[keep]
+        # CSR layout of the upper S (kept pairs) and where its free entries sit, for spce.upper_matrix
+        self.kept_layout = (indptr, indices, free_slots, self.free_nonzero_sorted)
         if _connected_components_undirected is None:
             graph = sparse.csr_matrix((np.ones(keep.shape[0]), indices, indptr), shape=(self.n, self.n))
             k, comp = connected_components(graph, directed=False)

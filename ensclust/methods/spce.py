@@ -369,7 +369,7 @@ class _SPCEBase(ConsensusMethod):
         k, comp = table.components(S_free, nonzero)
         if k > c and self.rank_test != "dense":
             return indicator_spectrum(comp, k, c, self.rank_test)
-        return smallest_eigenpairs(upper_matrix(table, S_free, table.free_nonzero_sorted), c, rank_test=self.rank_test, previous=previous,
+        return smallest_eigenpairs(upper_matrix(table, S_free, layout=table.kept_layout), c, rank_test=self.rank_test, previous=previous,
                                    dense_limit=self.dense_limit, tol=self.eig_tol, maxiter=self.eig_maxiter,
                                    components=(k, comp))
 
@@ -528,16 +528,25 @@ class _SPCEBase(ConsensusMethod):
         return spectral_clustering(affinity, c, random_state=rng)
 
 
-def upper_matrix(table: PairTable, S_free: np.ndarray, nonzero_sorted: np.ndarray | None = None
-                 ) -> sparse.csr_matrix:
+def upper_matrix(table: PairTable, S_free: np.ndarray, nonzero_sorted: np.ndarray | None = None,
+                 layout=None) -> sparse.csr_matrix:
     """CSR of the nonzero S_pq, p < q: the free pairs with S != 0 plus the Omega-ones (value 1).
 
-    ``nonzero_sorted``: flatnonzero(S_free) when the caller has it (PairTable.components leaves it behind).
+    ``nonzero_sorted``: flatnonzero(S_free) when the caller has it. ``layout``: the ``kept_layout`` that
+    PairTable.components left behind for this S_free's nonzero set; the matrix is then written straight
+    into it (the same indptr, indices and values as merging the free part with the ones).
 
     The free pairs are stored in CSR order, so their matrix is assembled without sorting; the constant
     Omega-one part is built once and added (a linear merge of two canonical CSR matrices).
     """
     n = table.n
+    if layout is not None:
+        indptr, indices, free_slots, free_index = layout
+        data = np.ones(indices.shape[0])
+        data[free_slots] = S_free[free_index]
+        out = sparse.csr_matrix((data, indices, indptr), shape=(n, n))
+        out.has_sorted_indices = True
+        return out
     keep = np.flatnonzero(S_free) if nonzero_sorted is None else nonzero_sorted
     indptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(table.free_rows[keep], minlength=n), out=indptr[1:])
