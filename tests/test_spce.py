@@ -791,6 +791,9 @@ def test_initial_weights_by_pattern_is_bitwise_formula(variant):
             expected = self_paced_weights(a * S * S - 2.0 * S * G + G, lam)
             W = method._initial_weights(S, g, pattern, a, lam, None)
             assert np.array_equal(W.view(np.int64), expected.view(np.int64)), (density, lam)
+            junk = rng.uniform(-5, 5, n_pairs)   # a recycled buffer (the previous stage's W)
+            W = method._initial_weights(S, g, pattern, a, lam, None, out=junk)
+            assert np.array_equal(W.view(np.int64), expected.view(np.int64)), (density, lam)
     B = np.array([-1e-17, 0.0, 1e-300, 0.25, 4.0])
     assert np.array_equal(self_paced_weights(B, 1.0), [1.0, 1.0, 1.0, 1.0, 0.125])
 

@@ -106,7 +106,11 @@ class _StageTerms:
     def __init__(self, W: np.ndarray, gamma: float, previous: _StageTerms | None = None):
         self.W = W
         self.sqrt_gamma = np.sqrt(gamma)
-        self.W2 = W * W
+        recycled = None if previous is None else previous.W2   # the previous stage's W^2 is not read again
+        if recycled is not None and recycled.shape == W.shape and recycled is not W:
+            self.W2 = np.multiply(W, W, out=recycled)
+        else:
+            self.W2 = W * W
         # Pruning by pattern (s_update_pruned) needs 0 < W <= 1, which eq. (13) and W = 1 guarantee.
         self.can_prune = self.prune and bool(W.size == 0 or (W.min() > 0.0 and W.max() <= 1.0))
         self._sgw = None
@@ -114,7 +118,9 @@ class _StageTerms:
         self._last_nonzero = None   # (plan, nonzero mask over the plan's pairs, nonzero pair indices)
         reuse = previous is not None and previous._S.shape == W.shape
         self._S = previous._S if reuse else np.empty_like(W)
-        self._S_support = None  # pairs of _S that may be nonzero; None: anywhere (not yet known)
+        # pairs of _S that may be nonzero; None: anywhere (not yet known). A taken-over S is zero outside
+        # the previous stage's support, so only that support needs resetting.
+        self._S_support = previous._S_support if reuse else None
         self.work = previous.work if reuse else np.empty_like(W)
         self.scratch = previous.scratch if reuse else {}   # index buffers of the pruned update's plans
         self._full_terms = None
@@ -373,12 +379,13 @@ class _SPCEBase(ConsensusMethod):
                                    dense_limit=self.dense_limit, tol=self.eig_tol, maxiter=self.eig_maxiter,
                                    components=(k, comp))
 
-    def _initial_weights(self, S_free, g, pattern, a, lam, shat_free):
+    def _initial_weights(self, S_free, g, pattern, a, lam, shat_free, out=None):
         """W of eq. (13) on the free pairs, from B = a S^2 - 2 S G + G with G = g[pattern].
 
         Where S = 0 (most pairs after the first stage at small theta) every product is 0 and B = G exactly,
         so W there depends only on the pattern: it is computed once per pattern and gathered; only the
         pairs with S != 0 go through the formula (same operations, same order, so the same bits).
+        ``out``: a pair-sized buffer that may receive W on that path (the previous stage's W).
         """
         if self.variant == "spce-w":
             return np.ones_like(S_free)
@@ -388,7 +395,11 @@ class _SPCEBase(ConsensusMethod):
         if 2 * nonzero.shape[0] > S_free.shape[0]:
             G = g[pattern]
             return self_paced_weights(a * S_free * S_free - 2.0 * S_free * G + G, lam)
-        W = self_paced_weights(g, lam)[pattern]
+        per_pattern = self_paced_weights(g, lam)
+        if out is None or out.shape != S_free.shape:
+            W = per_pattern[pattern]
+        else:   # mode="clip": unbuffered (the indices are valid, so the same values as a plain gather)
+            W = np.take(per_pattern, pattern, mode="clip", out=out)
         S_nz, G_nz = S_free[nonzero], g[pattern[nonzero]]
         W[nonzero] = self_paced_weights(a * S_nz * S_nz - 2.0 * S_nz * G_nz + G_nz, lam)
         return W
@@ -444,7 +455,7 @@ class _SPCEBase(ConsensusMethod):
             g = table.patterns_f @ inv_alpha
             G = None
             if W is None or self.variant == "spce":   # eq. (13) at every stage; once for the ablations
-                W = self._initial_weights(S_free, g, table.pattern, a, lam, shat_free)
+                W = self._initial_weights(S_free, g, table.pattern, a, lam, shat_free, out=W)
             sum_w = (n * n - 2 * table.n_free) + 2.0 * float(W.sum())
             terms = _StageTerms(W, gamma, previous=terms)   # takes over the previous stage's buffers
             same_w = member_weight_sums(table, terms.W2)
