@@ -521,6 +521,13 @@ def test_table_components_match_scipy(kernel, monkeypatch):
             assert x.dtype == y.dtype and np.array_equal(x, y), name
         k2, comp2 = table.components(S_free, rng.permutation(np.flatnonzero(S_free)))   # any order
         assert k2 == k and np.array_equal(comp2, comp)
+        merged_table = build_pair_table(P)   # kept positions merged from the sorted nonzero pairs
+        increasing = np.flatnonzero(S_free)
+        k3, comp3 = merged_table.components(S_free, rng.permutation(increasing), lambda: increasing)  # noqa: B023
+        assert k3 == k and np.array_equal(comp3, comp)
+        assert np.array_equal(merged_table.free_nonzero_sorted, np.flatnonzero(S_free))
+        for x, y in zip(merged_table.kept_layout, table.kept_layout, strict=True):
+            assert x.dtype == y.dtype and np.array_equal(x, y)
     assert sparse.issparse(upper_matrix(table, S_free))
 
 
@@ -746,6 +753,8 @@ def test_pair_distances_subset_is_bitwise_full():
         S_lazy = S_lazy.copy()
         S_full, nz_full = full_terms.s_update_pruned(g, pattern, full, a, rho)
         assert np.array_equal(S_lazy.view(np.int64), S_full.view(np.int64)) and np.array_equal(nz_lazy, nz_full)
+        assert np.array_equal(lazy_terms.sorted_nonzero(), np.sort(nz_lazy))   # read off the sorted visits
+        assert full_terms.sorted_nonzero() is None   # distances given as an array: no sorted visits known
     assert np.array_equal(lazy.full(), full)
 
 

@@ -84,7 +84,8 @@ class PairTable:
             self._free_of_pos = np.full(self.all_cols.shape[0], -1, dtype=np.int64)
             self._free_of_pos[self.free_pos] = np.arange(self.free_pos.shape[0])
 
-    def components(self, S_free: np.ndarray, nonzero: np.ndarray | None = None) -> tuple[int, np.ndarray]:
+    def components(self, S_free: np.ndarray, nonzero: np.ndarray | None = None,
+                   sorted_nonzero=None) -> tuple[int, np.ndarray]:
         """Connected components of the graph S != 0 (free pairs with S_pq != 0 plus the Omega-ones).
 
         Same graph, hence the same labels (numbered by their smallest point), as ``connected_components`` of
@@ -94,6 +95,9 @@ class PairTable:
         ``free_nonzero_sorted`` (= flatnonzero(S_free), read off the kept positions) and ``kept_layout``
         (indptr, indices of the kept pairs in CSR order, the slots of the free ones among them and their
         free-pair indices: the upper S without a merge, see ``spce.upper_matrix``).
+        ``sorted_nonzero``: optional callable giving the same indices in increasing order (or None), asked
+        only when the components must be computed (then the kept positions come from a merge, not a mark
+        over all pairs).
         """
         if self.all_cols is None:
             raise ValueError("this PairTable was built without its CSR layout")
@@ -106,19 +110,34 @@ class PairTable:
         if last is not None and self.reuse_components and (last[0] is nonzero or np.array_equal(last[0], nonzero)):
             self.free_nonzero_sorted, self.kept_layout = last[3], last[4]
             return last[1], last[2]
-        k, comp = self._label_components(nonzero)
+        k, comp = self._label_components(nonzero, None if sorted_nonzero is None else sorted_nonzero())
         self._last_components = (nonzero, k, comp, self.free_nonzero_sorted, self.kept_layout)
         return k, comp
 
-    def _label_components(self, nonzero: np.ndarray) -> tuple[int, np.ndarray]:
+    def _label_components(self, nonzero: np.ndarray, nonzero_sorted: np.ndarray | None = None
+                          ) -> tuple[int, np.ndarray]:
         if self._one_pos is None:
             self._one_pos = np.flatnonzero(self._free_of_pos < 0)
-        # the kept positions in CSR order: the Omega-ones plus the nonzero free pairs, as the increasing
-        # positions of a mark over all pairs (a byte per pair; sorting the ~1e6 kept positions cost 5x more)
-        keep = self._sorted_positions(self._one_pos, self.free_pos[nonzero])
-        free_sorted = self._free_of_pos[keep]
-        free_slots = np.flatnonzero(free_sorted >= 0)
-        self.free_nonzero_sorted = free_sorted[free_slots]
+        # the kept positions in CSR order: the Omega-ones plus the nonzero free pairs
+        if nonzero_sorted is None:
+            # as the increasing positions of a mark over all pairs (a byte per pair; sorting the ~1e6 kept
+            # positions cost 5x more)
+            keep = self._sorted_positions(self._one_pos, self.free_pos[nonzero])
+            free_sorted = self._free_of_pos[keep]
+            free_slots = np.flatnonzero(free_sorted >= 0)
+            self.free_nonzero_sorted = free_sorted[free_slots]
+        else:
+            # merging two increasing, disjoint position lists: Omega-one i lands after i ones and after the
+            # free positions below it; the free pairs fill the other slots in order. O(kept pairs).
+            free_positions = self.free_pos[nonzero_sorted]
+            one_slots = np.searchsorted(free_positions, self._one_pos) + np.arange(self._one_pos.shape[0])
+            is_free = np.ones(free_positions.shape[0] + self._one_pos.shape[0], dtype=bool)
+            is_free[one_slots] = False
+            free_slots = np.flatnonzero(is_free)
+            keep = np.empty(is_free.shape[0], dtype=np.int64)
+            keep[one_slots] = self._one_pos
+            keep[free_slots] = free_positions
+            self.free_nonzero_sorted = nonzero_sorted
         indptr = np.searchsorted(keep, self.all_indptr).astype(np.int32)
         indices = self.all_cols[keep]
         # CSR layout of the upper S (kept pairs) and where its free entries sit, for spce.upper_matrix

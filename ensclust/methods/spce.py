@@ -139,6 +139,17 @@ class _StageTerms:
     def sqrt_gamma_over_w(self) -> np.ndarray:
         return self._full_update_terms()[1]
 
+    def sorted_nonzero(self) -> np.ndarray | None:
+        """The nonzero pairs of the last pruned update in increasing order, or None when unknown.
+
+        Read off the plan's visited pairs in increasing order (known when its distances were computed for
+        them): the nonzero pairs are those of them with S != 0, so no sort is needed."""
+        plan = self._plan
+        if self._S_support is None or plan is None or plan._sorted is None or self._S_support is not plan.pairs:
+            return None
+        visited = plan._sorted
+        return visited[self._S[visited] != 0.0]
+
     def s_update(self, G, E, a, rho):
         # C a = G - rho E / (2 W^2); compare C a with sqrt(gamma) sqrt(a) / W (same as C < sqrt(tau)).
         self._S_support = None
@@ -370,14 +381,14 @@ class _SPCEBase(ConsensusMethod):
 
     # -- pieces ------------------------------------------------------------------------------------
     def _spectrum(self, table: PairTable, S_free: np.ndarray, c: int, previous: Embedding | None,
-                  nonzero=None):
+                  nonzero=None, sorted_nonzero=None):
         # The components first: with more than c of them Y is made of indicators and no matrix is needed.
-        k, comp = table.components(S_free, nonzero)
+        k, comp = table.components(S_free, nonzero, sorted_nonzero)
         if k > c and self.rank_test != "dense":
             return indicator_spectrum(comp, k, c, self.rank_test)
-        return smallest_eigenpairs(upper_matrix(table, S_free, layout=table.kept_layout), c, rank_test=self.rank_test, previous=previous,
-                                   dense_limit=self.dense_limit, tol=self.eig_tol, maxiter=self.eig_maxiter,
-                                   components=(k, comp))
+        return smallest_eigenpairs(upper_matrix(table, S_free, layout=table.kept_layout), c,
+                                   rank_test=self.rank_test, previous=previous, dense_limit=self.dense_limit,
+                                   tol=self.eig_tol, maxiter=self.eig_maxiter, components=(k, comp))
 
     def _initial_weights(self, S_free, g, pattern, a, lam, shat_free, out=None):
         """W of eq. (13) on the free pairs, from B = a S^2 - 2 S G + G with G = g[pattern].
@@ -476,7 +487,8 @@ class _SPCEBase(ConsensusMethod):
                     G = g[table.pattern] if G is None else G
                     S_free, nonzero = terms.s_update(G, E.full(), a, rho), None
                 Y_old = Y
-                spec = self._spectrum(table, S_free, c, Y_old, nonzero)      # eq. (18)
+                spec = self._spectrum(table, S_free, c, Y_old, nonzero,      # eq. (18)
+                                      terms.sorted_nonzero if nonzero is not None else None)
                 losses = member_losses(table, terms.W2, S_free, same_w, table.free_nonzero_index,
                                        terms.work)
                 alpha = alpha_update(losses, self.alpha_floor)               # eq. (21)
