@@ -103,6 +103,7 @@ class PairTable:
             raise ValueError("this PairTable was built without its CSR layout")
         if nonzero is None:
             nonzero = np.flatnonzero(S_free)
+            sorted_nonzero = _constant(nonzero)   # flatnonzero is increasing
         self.free_nonzero_index = nonzero
         self.free_nonzero = int(nonzero.shape[0])   # = count_nonzero(S_free), for the objective
         # Successive S-updates often keep exactly the same nonzero pairs: the same graph, the same answer.
@@ -126,6 +127,10 @@ class PairTable:
             free_sorted = self._free_of_pos[keep]
             free_slots = np.flatnonzero(free_sorted >= 0)
             self.free_nonzero_sorted = free_sorted[free_slots]
+        elif nonzero_sorted.shape[0] == self.free_pos.shape[0]:   # every free pair (S = S_hat): all pairs
+            keep = np.arange(self.all_cols.shape[0])
+            free_slots = self.free_pos
+            self.free_nonzero_sorted = nonzero_sorted
         else:
             # merging two increasing, disjoint position lists: Omega-one i lands after i ones and after the
             # free positions below it; the free pairs fill the other slots in order. O(kept pairs).
@@ -138,8 +143,11 @@ class PairTable:
             keep[one_slots] = self._one_pos
             keep[free_slots] = free_positions
             self.free_nonzero_sorted = nonzero_sorted
-        indptr = np.searchsorted(keep, self.all_indptr).astype(np.int32)
-        indices = self.all_cols[keep]
+        if keep.shape[0] == self.all_cols.shape[0]:   # all pairs kept
+            indptr, indices = self.all_indptr.astype(np.int32), self.all_cols
+        else:
+            indptr = np.searchsorted(keep, self.all_indptr).astype(np.int32)
+            indices = self.all_cols[keep]
         # CSR layout of the upper S (kept pairs) and where its free entries sit, for spce.upper_matrix
         self.kept_layout = (indptr, indices, free_slots, self.free_nonzero_sorted)
         if _connected_components_undirected is None:
@@ -181,6 +189,10 @@ class PairTable:
     def pattern_counts(self) -> np.ndarray:
         """Co-association count of every pattern (how many members agree)."""
         return self.patterns.sum(axis=1).astype(np.int64)
+
+
+def _constant(value):
+    return lambda: value
 
 
 def _stable_argsort(values: np.ndarray, bound: int) -> np.ndarray:
