@@ -279,9 +279,17 @@ class PairDistances:
         self.n_pairs = int(rows.shape[0])
         self.work = work   # scratch buffers of Embedding.sqdist, kept across the calls of one fit
         self._full = None
+        self._asked = False
 
     def at(self, pairs: np.ndarray) -> np.ndarray:
-        """Distances of the free pairs ``pairs`` (increasing indices)."""
+        """Distances of the free pairs ``pairs`` (increasing indices).
+
+        The first request computes only those pairs (Y usually changes at every iteration); a second one
+        for the same Y (rho halved, Y kept, other surviving patterns) computes all pairs once and serves
+        every later request from them, as many requests would otherwise repeat the work."""
+        if self._full is None and self._asked:
+            self.full()
+        self._asked = True
         if self._full is not None:
             return self._full[pairs]
         return self.Y.sqdist(self.rows[pairs], self.cols[pairs], work=self.work)
