@@ -587,6 +587,8 @@ def test_pruned_s_update_reused_plan_is_bitwise_full_update():
         previous = nonzero
         full = _StageTerms(W, gamma).s_update(g[pattern], E, a, rho)
         assert np.array_equal(full.view(np.int64), pruned.view(np.int64)), step
+        ws = terms.weighted_s(pruned)   # rewritten on the supports only after the first call
+        assert np.array_equal(ws.view(np.int64), (terms.W2 * full).view(np.int64)), step
         assert np.array_equal(np.sort(nonzero), np.flatnonzero(full)), step
     big = np.full(m, 1e-9)   # every pattern below the threshold: S = 0 everywhere after a nonzero S
     pruned, nonzero = terms.s_update_pruned(patterns @ big, pattern, E, float(big.sum()), 1.0)

@@ -130,6 +130,7 @@ class _StageTerms:
         self._S_support = previous._S_support if reuse else None
         self.work = previous.work if reuse else np.empty_like(W)
         self.scratch = previous.scratch if reuse else {}   # index buffers of the pruned update's plans
+        self._ws_support = None   # support of the W^2 S in self.work when it holds this stage's values
         self._full_terms = None
 
     def _full_update_terms(self):
@@ -145,6 +146,22 @@ class _StageTerms:
     @property
     def sqrt_gamma_over_w(self) -> np.ndarray:
         return self._full_update_terms()[1]
+
+    def weighted_s(self, S_free: np.ndarray) -> np.ndarray:
+        """W^2 S (element-wise) in the stage's work buffer.
+
+        After a pruned update S is zero outside its support, where W^2 S is +0.0 (W > 0), so once the
+        buffer holds W^2 S of this stage only the previous and the new support are rewritten; each entry
+        is the same product as in the full multiplication."""
+        ws = self.work
+        support = self._S_support if S_free is self._S else None
+        if support is not None and self._ws_support is not None:
+            ws[self._ws_support] = 0.0
+            ws[support] = self.W2[support] * S_free[support]
+        else:
+            np.multiply(self.W2, S_free, out=ws)
+        self._ws_support = support
+        return ws
 
     def sorted_nonzero(self) -> np.ndarray | None:
         """The nonzero pairs of the last pruned update in increasing order, or None when unknown.
@@ -505,7 +522,7 @@ class _SPCEBase(ConsensusMethod):
                 spec = self._spectrum(table, S_free, c, Y_old, nonzero,      # eq. (18)
                                       terms.sorted_nonzero if nonzero is not None else None)
                 losses = member_losses(table, terms.W2, S_free, same_w, table.free_nonzero_index,
-                                       terms.work)
+                                       ws=terms.weighted_s(S_free))
                 alpha = alpha_update(losses, self.alpha_floor)               # eq. (21)
                 nnz = n + 2 * table.free_nonzero + 2 * table.n_ones
                 data_term = float(np.sum(losses / alpha))
@@ -607,20 +624,22 @@ def member_weight_sums(table: PairTable, W2: np.ndarray) -> np.ndarray:
 
 
 def member_losses(table: PairTable, W2: np.ndarray, S_free: np.ndarray, same_w=None, nonzero=None,
-                  out=None) -> np.ndarray:
+                  out=None, ws=None) -> np.ndarray:
     """loss_i = ||(S - S^(i)) . W||_F^2 for every member (eq. 21), from the free pairs only.
 
     Omega pairs contribute nothing (there S = S^(i) for every i). For binary S^(i) and the symmetric pair
     (p, q) counted twice: loss_i = 2 [sum W^2 S^2 - 2 sum_{same_i} W^2 S + sum_{same_i} W^2] (spec 6).
     ``nonzero``: optional indices of the pairs with S != 0, increasing within each agreement pattern; the
     per-pattern sums then skip the zero terms and add the others in the same order (adding +0.0 changes no
-    partial sum, so the result is bit-for-bit the same). ``out``: buffer for W^2 S.
+    partial sum, so the result is bit-for-bit the same). ``out``: buffer for W^2 S; ``ws``: W^2 S when the
+    caller has it (see _StageTerms.weighted_s).
     """
     if table.n_free == 0:
         return np.zeros(table.m)
     if same_w is None:
         same_w = member_weight_sums(table, W2)
-    ws = np.multiply(W2, S_free, out=out)
+    if ws is None:
+        ws = np.multiply(W2, S_free, out=out)
     total = float(np.dot(ws, S_free))
     if nonzero is None:
         per_pattern_ws = np.bincount(table.pattern, weights=ws, minlength=table.patterns.shape[0])
