@@ -38,9 +38,15 @@ def plot_sweep(frame: pd.DataFrame, param: str, metrics, path, *, title: str = "
     if title:
         fig.suptitle(title)
     fig.tight_layout()
+    return save_png(fig, path)
+
+
+def save_png(fig, path, dpi: int = 110) -> Path:
+    """Write ``fig`` to ``path`` atomically and close it; fixed metadata, so the same data give the same bytes."""
+    import matplotlib.pyplot as plt
+
     buf = io.BytesIO()
-    # fixed metadata so the same data give the same bytes
-    fig.savefig(buf, format="png", dpi=110, metadata={"Software": None})
+    fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
     plt.close(fig)
     atomic_write_bytes(path, buf.getvalue())
     return Path(path)

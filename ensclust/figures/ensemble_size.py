@@ -16,7 +16,6 @@ panel per dataset, one line per method, error bars = std over repetitions).
 
 from __future__ import annotations
 
-import io
 import math
 from pathlib import Path
 
@@ -25,8 +24,9 @@ import pandas as pd
 
 from ensclust.errors import UserError
 from ensclust.experiment.config import ExperimentConfig, validate_config
+from ensclust.experiment.plots import save_png
 from ensclust.experiment.report import METRIC_NAMES
-from ensclust.experiment.store import ResultStore, atomic_write_bytes, atomic_write_text
+from ensclust.experiment.store import ResultStore, atomic_write_text
 from ensclust.experiment.tuning import rows_frame, summarize
 from ensclust.experiment.yamlio import Located, load_yaml_file
 
@@ -238,11 +238,7 @@ def plot(frame: pd.DataFrame, metric: str, datasets: list[str], path, title: str
     if title:
         fig.suptitle(title)
     fig.tight_layout(rect=(0, (0.22 * legend_rows + 0.1) / height, 1, 1))
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110, metadata={"Software": None})  # same data -> same bytes
-    plt.close(fig)
-    atomic_write_bytes(path, buf.getvalue())
-    return Path(path)
+    return save_png(fig, path)
 
 
 def write_outputs(frame: pd.DataFrame, out_dir: Path, config: ExperimentConfig, metrics) -> list[Path]:

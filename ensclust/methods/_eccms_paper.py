@@ -46,6 +46,17 @@ def collect_times(result_dirs, label: str = FIXED_LABEL) -> pd.DataFrame:
                                         source=("source", "first")).reset_index()
 
 
+def paper_run1_ensemble(name: str, data_dir, ensemble_size: int = 20):
+    """``(members, y)`` of the paper's first run on the authors' pool ``pools/eccms_<name>.mat``: columns
+    ``argsort(RandomState(1).rand(100))[:ensemble_size]`` (spec 4, the rng(1) randperm stream's first draw)."""
+    import numpy as np
+    from scipy.io import loadmat
+
+    pool = loadmat(str(Path(data_dir) / "pools" / f"eccms_{name.lower()}.mat"))
+    cols = np.argsort(np.random.RandomState(1).rand(pool["members"].shape[1]), kind="stable")[:ensemble_size]
+    return pool["members"][:, cols].astype(np.int64), pool["gt"].ravel()
+
+
 def measure_cpu(datasets, data_dir, out_csv, *, alpha=0.8, lam=0.4, ensemble_size=20) -> pd.DataFrame:
     """CPU seconds (``time.process_time``) of one fit on the paper's run-1 ensemble of each authors' pool.
 
@@ -56,17 +67,13 @@ def measure_cpu(datasets, data_dir, out_csv, *, alpha=0.8, lam=0.4, ensemble_siz
     import time
 
     import numpy as np
-    from scipy.io import loadmat
 
     from ensclust.methods import get_method
     from ensclust.metrics import ari
 
     rows = []
     for name in datasets:
-        pool = loadmat(str(Path(data_dir) / "pools" / f"eccms_{name.lower()}.mat"))
-        cols = np.argsort(np.random.RandomState(1).rand(pool["members"].shape[1]), kind="stable")[:ensemble_size]
-        members = pool["members"][:, cols].astype(np.int64)
-        y = pool["gt"].ravel()
+        members, y = paper_run1_ensemble(name, data_dir, ensemble_size)
         model = get_method("eccms", alpha=alpha, **{"lambda": lam})
         start_cpu, start_wall = time.process_time(), time.perf_counter()
         labels = model.fit_predict(members, int(np.unique(y).size))
@@ -98,7 +105,6 @@ def measure_floor(datasets, data_dir, out_csv, paper_csv, *, alpha=0.8, lam=0.4,
     import time
 
     import numpy as np
-    from scipy.io import loadmat
 
     from ensclust.core.coassoc import coassociation
     from ensclust.core.labels import check_members
@@ -110,10 +116,7 @@ def measure_floor(datasets, data_dir, out_csv, paper_csv, *, alpha=0.8, lam=0.4,
     paper = paper[paper["method"] == "Proposed"].set_index("dataset")["mean"].astype(float)
     rows = []
     for name in datasets:
-        pool = loadmat(str(Path(data_dir) / "pools" / f"eccms_{name.lower()}.mat"))
-        cols = np.argsort(np.random.RandomState(1).rand(pool["members"].shape[1]), kind="stable")[:ensemble_size]
-        members = pool["members"][:, cols].astype(np.int64)
-        members = check_members(members)
+        members = check_members(paper_run1_ensemble(name, data_dir, ensemble_size)[0])
         n = members.shape[0]
         dtype = np.dtype(np.float32 if n > AUTO_FLOAT32_ABOVE else np.float64)
         H = high_confidence_matrix(coassociation(members, dtype=np.float64, dense=False), alpha)
