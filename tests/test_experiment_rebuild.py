@@ -88,3 +88,28 @@ def test_no_cell_files_keeps_the_clear_error(tmp_path, capsys):
     assert not store.aggregates_stale()
     code, _, err = invoke(capsys, "report", str(root))
     assert code == 2 and "no cells.csv" in err
+
+
+def test_overlapping_runs_keep_each_others_cells(tmp_path, monkeypatch, capsys):
+    """Two runs of one experiment, one per method, overlapping in time: the one that ends last must still
+    list the other's cells in cells.csv (it used to write only the cells it had planned to compute)."""
+    from ensclust.experiment import runner
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "cfg.yaml").write_text(CONFIG.replace("compare_to: PAPER\n", ""))
+    real_run_cell = runner.run_cell
+    started = []
+
+    def run_cell_with_a_second_run_inside(ctx, cell):
+        if not started:  # while the EAC run computes its first cell, a KM-avg run starts and finishes
+            started.append(True)
+            code, _, err = invoke(capsys, "run", "cfg.yaml", "--quiet", "--method", "KM-avg")
+            assert code == 0, err
+        return real_run_cell(ctx, cell)
+
+    monkeypatch.setattr(runner, "run_cell", run_cell_with_a_second_run_inside)
+    code, _, err = invoke(capsys, "run", "cfg.yaml", "--quiet", "--method", "EAC")
+    assert code == 0, err
+    cells = ResultStore(tmp_path / "results" / "killed").load_cells()
+    assert sorted(cells["method"].unique()) == ["EAC", "KM-avg"]
+    assert len(cells) == 4  # KM-avg is one pool-level cell, EAC has 3 repetitions

@@ -377,7 +377,10 @@ def run_experiment(config: ExperimentConfig, *, results_root="results", jobs: in
                 finish(index_of[(record["dataset"], record["method"], record["params"], record["rep"])], record)
     finally:
         bar.close()
-        records = [done[i] for i in sorted(done)]
+        # Cells this run did not compute may have been finished meanwhile by another run of the same
+        # experiment (e.g. one per method in two shells): read them back so cells.csv never drops them.
+        records = [r for r in (done.get(i) or store.read_cell(cell) for i, cell in enumerate(planned))
+                   if r is not None]
         if records:
             store.write_aggregates(config, records)
     if failed_datasets and len(failed_datasets) == len({c["dataset"] for _, c in pending}) and not done:
