@@ -123,3 +123,26 @@ def test_cli_repeated_paper_and_errors(results, capsys):
     code, _, err = invoke(capsys, "compare", root, "--paper", str(tmp_path / "t2_ari.csv"),
                           "--paper", str(tmp_path / "other" / "t2_ari.csv"))
     assert code == 2 and err.startswith("ensclust: error: ") and "share the file name 't2_ari'" in err
+
+
+@pytest.mark.parametrize("generic_first", [True, False])
+def test_row_mapped_to_the_param_wins_over_a_generic_row(tmp_path, generic_first):
+    """Paper rows per filter order (param k=1) must match the config row mapped to k=1, not the generic row of
+    the same paper name, whichever comes first in the config (the ACMK Yale comparison used to pick the generic one)."""
+    generic = "  - {name: eac-al, label: Best}\n"
+    mapped = "  - {name: eac-sl, label: Best (k=1), paper_method: Best, paper_param: 'k=1'}\n"
+    paper = tmp_path / "t4.csv"
+    paper.write_text("table,metric,method,dataset,mean,std,bold,param\nT4,ARI,Best,D1,0.5,,,k=1\n")
+    text = (CONFIG.replace(generic, generic + mapped if generic_first else mapped + generic)
+            + f"compare_to: '{paper}'\n")
+    cfg = load_config_text(text, "cfg.yaml")
+    root = tmp_path / "results" / "multi"
+    store = ResultStore(root)
+    store.save_config(cfg)
+    records = [{"dataset": "D1", "method": label, "method_name": name, "point": 0, "params": "{}", "rep": rep,
+                "status": "ok", "metrics": {"ari": value, "nmi": 0.8}}
+               for label, name, value in (("Best", "eac-al", 0.9), ("Best (k=1)", "eac-sl", 0.4)) for rep in (0, 1)]
+    (root / "cells.csv").write_text(records_to_frame(cfg, records).to_csv(index=False, lineterminator="\n"))
+    [comparison] = run_compare(root)
+    frame = pd.read_csv(root / "comparison.csv")
+    assert frame["ours_label"].tolist() == ["Best (k=1)"] and frame["ours_mean"].iloc[0] == pytest.approx(0.4)

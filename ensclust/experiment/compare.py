@@ -5,7 +5,8 @@ Paper tables are long CSVs ``table,metric,method,dataset,mean,std,bold,param`` (
 whose paper name (the method's ``paper_method``, default its ``label``) equals the paper's ``method``
 (case-insensitive) on the dataset whose ``label`` equals the paper's ``dataset``. When the paper prints
 several rows for one method (e.g. EC-CMS "Proposed" fixed and tuned), a config method with
-``paper_param`` matches only the paper row with that ``param``; ``compare_param`` at the top of the
+``paper_param`` matches only the paper row with that ``param`` (and is preferred there over a row without
+``paper_param``, wherever it stands in the config); ``compare_param`` at the top of the
 config restricts the whole comparison to one ``param`` value (e.g. ``ratio=60``).
 
 Metric names map case-insensitively: ACC, NMI, ARI, F-score/F1/F1-score (pair-counting ``fscore``),
@@ -161,6 +162,9 @@ def compare(config: ExperimentConfig, cells: pd.DataFrame, paper: pd.DataFrame,
             continue
         candidates = by_paper_name.get(str(p["method"]).strip().lower(), [])
         candidates = [(label, m) for label, m in candidates if m.paper_param is None or m.paper_param == p["param"]]
+        # a row mapped to exactly this param (e.g. "k=2") wins over a generic row of the same paper name,
+        # whatever their order in the config
+        candidates.sort(key=lambda c: c[1].paper_param is None)
         if not candidates:
             key = str(p["method"]).strip().lower()
             if any(m.paper_method and m.paper_method.lower() == key for m in config.methods) or \
