@@ -322,3 +322,16 @@ def test_method_level_repetitions_runs_the_first_r_and_says_so(tmp_path, cache):
 
     with pytest.raises(UserError, match="repetitions.*must be >= 1"):
         load_config_text(bad, "bad.yaml")
+
+
+def test_oracle_over_an_incomplete_grid_says_so(tmp_path, cache):
+    """A partial run (some grid points without a finished cell) must not look like a full oracle choice."""
+    cfg = load_config_text(GRID, "g.yaml")
+    cells = ResultStore(run(cfg, tmp_path, cache)).load_cells()
+    full = {(r.method, r.metric): r for r in summarize(cfg, cells)}
+    assert "incomplete" not in full[("LWEA-mean", "ari")].params
+    assert "incomplete" not in full[("LWEA-rep", "ari")].params
+    partial = cells[~(cells["method"].isin(["LWEA-mean", "LWEA-rep"]) & (cells["point"] == 2))]
+    rows = {(r.method, r.metric): r for r in summarize(cfg, partial)}
+    for label in ("LWEA-mean", "LWEA-rep"):
+        assert rows[(label, "ari")].params.endswith("; grid incomplete: chosen among 2 of 3 points")

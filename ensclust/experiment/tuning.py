@@ -84,6 +84,12 @@ def summarize(config: ExperimentConfig, cells: pd.DataFrame) -> list[Row]:
     return rows
 
 
+def _incomplete_grid(considered: int, total: int) -> str:
+    """Suffix that says an oracle chose among fewer grid points than the config lists (a partial run): the
+    choice, and any significance mark against it, may change once the rest has run."""
+    return "" if considered >= total else f"; grid incomplete: chosen among {considered} of {total} points"
+
+
 def _method_rows(config: ExperimentConfig, method: MethodSpec, dataset: str, sub: pd.DataFrame, reps: int):
     ddof = config.std_ddof
     grid_keys = list(method.grid)
@@ -147,8 +153,10 @@ def _method_rows(config: ExperimentConfig, method: MethodSpec, dataset: str, sub
                 if m > best_mean:
                     best_point, best_mean = p, m
             chosen_vals = target.get(best_point, {})
+            considered = sum(1 for c in counts.values() if c == most)
             rows.append(make_row(metric, chosen_vals, policy,
-                                 format_params(method.points[best_point], grid_keys) or "(no grid)",
+                                 (format_params(method.points[best_point], grid_keys) or "(no grid)")
+                                 + _incomplete_grid(considered, len(method.points)),
                                  used=[(best_point, r) for r in sorted(chosen_vals)]))
         else:  # oracle-per-repetition
             chosen = {}
@@ -165,7 +173,10 @@ def _method_rows(config: ExperimentConfig, method: MethodSpec, dataset: str, sub
             counts = Counter(chosen.values())
             desc = "; ".join(f"{format_params(method.points[p], grid_keys)} (x{c})"
                              for p, c in sorted(counts.items(), key=lambda pc: (-pc[1], pc[0])))
-            rows.append(make_row(metric, values, policy, "per repetition: " + desc if desc else "no finished cell",
+            with_cells = sum(1 for v in tune_vals.values() if v)
+            rows.append(make_row(metric, values, policy,
+                                 ("per repetition: " + desc + _incomplete_grid(with_cells, len(method.points)))
+                                 if desc else "no finished cell",
                                  used=sorted((p, r) for r, p in chosen.items())))
     return rows
 
