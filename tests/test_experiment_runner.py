@@ -335,3 +335,21 @@ def test_oracle_over_an_incomplete_grid_says_so(tmp_path, cache):
     rows = {(r.method, r.metric): r for r in summarize(cfg, partial)}
     for label in ("LWEA-mean", "LWEA-rep"):
         assert rows[(label, "ari")].params.endswith("; grid incomplete: chosen among 2 of 3 points")
+
+
+def test_reordered_grid_reuses_cells_under_the_new_point_index(tmp_path, cache):
+    """Cells are found again by their parameters; after the grid values are reordered in the config a rerun
+    reuses them, and they must carry the NEW point index (a stale index put two grid values on one point and
+    the oracle read the wrong one)."""
+    cfg = load_config_text(GRID, "g.yaml")
+    root = run(cfg, tmp_path, cache)
+    before = ResultStore(root).load_cells()
+    reordered = load_config_text(GRID.replace("theta: [0.1, 0.4, 0.9]}\n    tuning: oracle-best-mean",
+                                              "theta: [0.9, 0.1, 0.4]}\n    tuning: oracle-best-mean"), "g.yaml")
+    after = ResultStore(run(reordered, tmp_path, cache)).load_cells()
+    mean_rows = after[after["method"] == "LWEA-mean"]
+    assert mean_rows.groupby("point")["params"].nunique().eq(1).all()   # one grid value per point
+    assert mean_rows.groupby("params")["point"].first().to_dict() == {
+        '{"theta":0.9}': 0, '{"theta":0.1}': 1, '{"theta":0.4}': 2}
+    old = before[before["method"] == "LWEA-mean"].set_index(["params", "rep"])["ari"]
+    assert mean_rows.set_index(["params", "rep"])["ari"].sort_index().equals(old.sort_index())  # reused, same values

@@ -98,6 +98,9 @@ class ResultStore:
             return None  # unreadable -> recompute (cannot happen with atomic writes, but be safe)
         if record.get("fingerprint") != cell["fingerprint"]:
             return None  # stale: the config changed for this cell
+        # The fingerprint covers the parameters, not their position in the grid: a cell computed under an
+        # earlier order of the grid values keeps its result but takes the current plan's point index.
+        record["point"] = cell["point"]
         return record
 
     def write_cell(self, record: dict) -> None:
