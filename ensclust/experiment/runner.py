@@ -379,8 +379,7 @@ def run_experiment(config: ExperimentConfig, *, results_root="results", jobs: in
         bar.close()
         # Cells this run did not compute may have been finished meanwhile by another run of the same
         # experiment (e.g. one per method in two shells): read them back so cells.csv never drops them.
-        records = [r for r in (done.get(i) or store.read_cell(cell) for i, cell in enumerate(planned))
-                   if r is not None]
+        records = store.read_planned(planned, known=done)
         if records:
             store.write_aggregates(config, records)
     if failed_datasets and len(failed_datasets) == len({c["dataset"] for _, c in pending}) and not done:

@@ -142,8 +142,14 @@ class ResultStore:
         """
         from ensclust.experiment.runner import plan_cells  # the runner imports this module
 
-        records = [r for r in (self.read_cell(cell) for cell in plan_cells(config)) if r is not None]
+        records = self.read_planned(plan_cells(config))
         return self.write_aggregates(config, records) if records else None
+
+    def read_planned(self, cells: list[dict], known: dict[int, dict] | None = None) -> list[dict]:
+        """The records of ``cells`` (a plan) in plan order: ``known[i]`` where given (records in memory),
+        else the cell's file; cells with neither are left out."""
+        known = known or {}
+        return [r for r in (known.get(i) or self.read_cell(cell) for i, cell in enumerate(cells)) if r is not None]
 
     def ensure_aggregates(self, config: ExperimentConfig) -> bool:
         """Rebuild cells.csv / timing.csv if :meth:`aggregates_stale`; True when they were rewritten."""
