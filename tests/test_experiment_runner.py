@@ -353,3 +353,46 @@ def test_reordered_grid_reuses_cells_under_the_new_point_index(tmp_path, cache):
         '{"theta":0.9}': 0, '{"theta":0.1}': 1, '{"theta":0.4}': 2}
     old = before[before["method"] == "LWEA-mean"].set_index(["params", "rep"])["ari"]
     assert mean_rows.set_index(["params", "rep"])["ari"].sort_index().equals(old.sort_index())  # reused, same values
+
+
+def _drop_cell_files(root):
+    """What a clone of the repository holds: cells.csv, timing.csv, experiment.json, but no cells/."""
+    import shutil
+
+    shutil.rmtree(root / "cells")
+
+
+def test_committed_cells_csv_is_reused_without_cell_files(tmp_path, cache):
+    cfg = make_config("k", "test-interrupt")
+    root = run(cfg, tmp_path, cache)
+    committed = {name: (root / name).read_bytes() for name in ("cells.csv", "timing.csv", "tables.md")}
+    _drop_cell_files(root)
+    _INTERRUPT.update(count=0)
+    run(make_config("k", "test-interrupt"), tmp_path, cache)
+    assert _INTERRUPT["count"] == 0  # every cell came from the committed cells.csv
+    for name, data in committed.items():
+        assert (root / name).read_bytes() == data, name
+    assert len(list((root / "cells").glob("*.json"))) == len(plan_cells(cfg))  # stored as cell files now
+
+
+def test_committed_cells_are_not_reused_when_the_plan_changed(tmp_path, cache):
+    root = run(make_config("p", "test-interrupt"), tmp_path, cache)
+    _drop_cell_files(root)
+    changed = make_config("p", "test-interrupt")
+    changed.ensemble = {**changed.ensemble, "seed": 2}  # other draws: no committed row is valid
+    _INTERRUPT.update(count=0)
+    run(changed, tmp_path, cache)
+    assert _INTERRUPT["count"] == 6
+
+
+def test_committed_cells_survive_an_added_method(tmp_path, cache):
+    root = run(make_config("a", "test-interrupt"), tmp_path, cache)
+    _drop_cell_files(root)
+    extended = make_config("a", "test-interrupt")
+    extended.methods.append(load_config_text(CONFIG.format(name="a", method="eac-sl"), "b.yaml").methods[-1])
+    extended.methods[-1].label = "EAC-SL"
+    _INTERRUPT.update(count=0)
+    run(extended, tmp_path, cache)
+    assert _INTERRUPT["count"] == 0  # the EAC rows were reused, only the new row ran
+    frame = pd.read_csv(root / "cells.csv")
+    assert set(frame["method"]) == {"KM-avg", "KM-best", "EAC", "EAC-SL"}

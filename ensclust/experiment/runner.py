@@ -33,41 +33,13 @@ from pathlib import Path
 import numpy as np
 
 from ensclust.errors import UserError
-from ensclust.experiment.config import ExperimentConfig, canonical_json
+from ensclust.experiment.config import ExperimentConfig
+from ensclust.experiment.plan import plan_cells  # noqa: F401  (re-exported: callers import it from here)
 from ensclust.experiment.store import ResultStore
-from ensclust.rng import derive_seed
 
 MEM_METHOD = "tracemalloc-peak"
 MEMORY_MODES = ("rss", "tracemalloc", "off")
 DASK_CONNECT_TIMEOUT = "10s"
-
-
-# -- planning --------------------------------------------------------------------------------------------
-def plan_cells(config: ExperimentConfig) -> list[dict]:
-    """Every cell of the experiment in a stable order (dataset, method, point, repetition)."""
-    cells = []
-    reps = config.ensemble["repetitions"]
-    for ds in config.datasets:
-        ds_fp = canonical_json({"name": ds.name, "preprocess": ds.preprocess, "params": ds.params, "pool": ds.pool,
-                                "n_clusters": ds.n_clusters, "x_key": ds.x_key, "y_key": ds.y_key,
-                                "ensemble": config.ensemble, "seed": config.seed, "metrics": config.metrics,
-                                "nmi_average": config.nmi_average, "std_ddof": config.std_ddof})
-        for method in config.methods:
-            rep_list = ([-1] if (method.is_pseudo and method.scope == "pool")
-                        else list(range(min(reps, method.repetitions or reps))))
-            for point_index, params in enumerate(method.points):
-                pjson = canonical_json(params)
-                for rep in rep_list:
-                    fingerprint = hashlib.sha256(
-                        f"{ds_fp}\x1f{method.name}\x1f{method.scope}\x1f{pjson}\x1f{rep}".encode()).hexdigest()[:20]
-                    cells.append({
-                        "dataset": ds.label, "method": method.label, "method_name": method.name,
-                        "scope": method.scope if method.is_pseudo else None,
-                        "point": point_index, "params": pjson, "rep": rep,
-                        "seed": derive_seed(config.seed, ds.label, rep, method.label, pjson),
-                        "fingerprint": fingerprint,
-                    })
-    return cells
 
 
 # -- data preparation (main process) --------------------------------------------------------------------
@@ -314,6 +286,9 @@ def run_experiment(config: ExperimentConfig, *, results_root="results", jobs: in
             pending.append((i, cell))
     if dry_run:
         return _dry_run_report(config, planned, pending, echo=dry_run if callable(dry_run) else print)
+    # A clone has the committed cells.csv but no cells/: store those cells as files while experiment.json
+    # still holds the plan that gives them their fingerprints, then record the new config.
+    store.persist_committed()
     store.save_config(config)
 
     contexts: dict[str, DatasetContext] = {}

@@ -28,6 +28,7 @@ import pandas as pd
 
 from ensclust.errors import UserError
 from ensclust.experiment.config import ExperimentConfig, canonical_json
+from ensclust.experiment.plan import plan_cells
 
 CELL_COLUMNS = ["dataset", "method", "method_name", "point", "params", "rep", "seed", "status",
                 "labels_sha256", "n", "m", "n_clusters", "n_clusters_found", "n_iter", "converged"]
@@ -70,6 +71,7 @@ class ResultStore:
     def __init__(self, root):
         self.root = Path(root)
         self.cells_dir = self.root / "cells"
+        self._committed: dict[str, dict] | None = None
 
     # -- config -----------------------------------------------------------------------------------
     def save_config(self, config: ExperimentConfig) -> None:
@@ -93,7 +95,10 @@ class ResultStore:
         try:
             record = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
-            return None
+            record = self.committed_records().get(path.name)
+            if record is None:
+                return None
+            record = dict(record)
         except (OSError, ValueError):
             return None  # unreadable -> recompute (cannot happen with atomic writes, but be safe)
         if record.get("fingerprint") != cell["fingerprint"]:
@@ -105,6 +110,71 @@ class ResultStore:
 
     def write_cell(self, record: dict) -> None:
         atomic_write_text(self.cell_path(record), json.dumps(record, sort_keys=True, default=str) + "\n")
+
+    # -- committed results (a clone has cells.csv but no cells/) ----------------------------------------
+    def committed_records(self) -> dict[str, dict]:
+        """The records of the committed ``cells.csv`` (+ ``timing.csv``), by cell file name, when ``cells/``
+        holds no cell file (a fresh clone: ``cells/`` is not committed).
+
+        ``cells.csv`` has no fingerprints; every row was written under the plan of ``experiment.json``, so a
+        row takes the fingerprint its cell has in that plan, and :meth:`read_cell` reuses it only where the
+        current plan's fingerprint is the same (the dataset, pool, draws, seed, method and parameters
+        unchanged). Rows outside that plan are ignored. Empty when there is nothing to restore.
+        """
+        if self._committed is None:
+            self._committed = {} if self._has_cell_files() else self._records_from_csv()
+        return self._committed
+
+    def persist_committed(self) -> int:
+        """Write :meth:`committed_records` as cell files (before a run replaces ``experiment.json``, whose
+        plan gave them their fingerprints); returns how many were written."""
+        records = self.committed_records()
+        for name, record in records.items():
+            atomic_write_text(self.cells_dir / name, json.dumps(record, sort_keys=True, default=str) + "\n")
+        return len(records)
+
+    def _has_cell_files(self) -> bool:
+        if not self.cells_dir.is_dir():
+            return False
+        with os.scandir(self.cells_dir) as entries:
+            return any(e.name.endswith(".json") and not e.name.startswith(".") for e in entries)
+
+    def _records_from_csv(self) -> dict[str, dict]:
+        csv_path, config_path = self.root / "cells.csv", self.root / "experiment.json"
+        if not (csv_path.exists() and config_path.exists()):
+            return {}
+        config = self.load_config()
+        fingerprints = {(c["dataset"], c["method"], c["params"], c["rep"]): c["fingerprint"]
+                        for c in plan_cells(config)}
+        rows = _read_text_rows(csv_path)
+        timing_path = self.root / "timing.csv"
+        # timing.csv is written from the same records in the same order as cells.csv: pair them by position
+        # (its point column may predate a reordered grid), checking that each pair is the same cell
+        timing = _read_text_rows(timing_path) if timing_path.exists() else []
+        if len(timing) != len(rows):
+            timing = [{}] * len(rows)
+        records = {}
+        for row, t in zip(rows, timing, strict=True):
+            if t and (t["dataset"], t["method"], t["rep"]) != (row["dataset"], row["method"], row["rep"]):
+                t = {}
+            key = (row["dataset"], row["method"], row["params"], int(row["rep"]))
+            fingerprint = fingerprints.get(key)
+            if fingerprint is None:
+                continue
+            record = {k: _parse_scalar(row.get(k, "")) for k in CELL_COLUMNS}
+            record["params"] = row["params"]  # canonical JSON text, kept verbatim
+            for k in ("dataset", "method", "method_name", "labels_sha256", "status"):
+                record[k] = row[k] if row[k] != "" else None
+            record["metrics"] = {m: float(row[m]) for m in config.metrics if row.get(m, "") != ""}
+            record["metric_std"] = {m: float(row[f"{m}_std"]) for m in config.metrics
+                                    if row.get(f"{m}_std", "") != ""}
+            record["error"] = row.get("error") or None
+            record["fingerprint"] = fingerprint
+            record["time_s"] = _parse_scalar(t.get("time_s", ""))
+            record["peak_mem_mb"] = _parse_scalar(t.get("peak_mem_mb", ""))
+            record["mem_method"] = t.get("mem_method") or None
+            records[cell_filename(key[0], key[1], key[2], key[3])] = record
+        return records
 
     # -- aggregated tables ------------------------------------------------------------------------
     def write_aggregates(self, config: ExperimentConfig, records: list[dict]) -> pd.DataFrame:
@@ -140,8 +210,6 @@ class ResultStore:
         matches the config is ignored), so the result is the file the run would have written had it ended
         normally. Returns the cells frame, or None when no cell of the plan has a file.
         """
-        from ensclust.experiment.runner import plan_cells  # the runner imports this module
-
         records = self.read_planned(plan_cells(config))
         return self.write_aggregates(config, records) if records else None
 
@@ -184,6 +252,32 @@ def records_to_frame(config: ExperimentConfig, records: list[dict]) -> pd.DataFr
     frame = pd.DataFrame(rows, columns=columns)
     # numbers are written with full precision by pandas; round-trip stable (repr of float64)
     return frame
+
+
+def _read_text_rows(path: Path) -> list[dict]:
+    """The rows of a CSV file as dicts of strings (no type guessing: values are parsed one by one)."""
+    import csv
+
+    with open(path, newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+def _parse_scalar(text: str):
+    """A cells.csv / timing.csv field back to the Python value it was written from: '' -> None, 'True' /
+    'False' -> bool, an integer literal -> int (seeds are 64-bit: never through float), else float, else
+    the text."""
+    if text == "":
+        return None
+    if text in ("True", "False"):
+        return text == "True"
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        return text
 
 
 def params_json(params: dict) -> str:
