@@ -94,19 +94,22 @@ def read_paper_csv(path) -> pd.DataFrame:
 
 
 def compare(config: ExperimentConfig, cells: pd.DataFrame, paper: pd.DataFrame,
-            timing: pd.DataFrame | None = None) -> pd.DataFrame:
+            timing: pd.DataFrame | None = None, tables: list | None = None) -> pd.DataFrame:
     """One output row per paper cell (see the module docstring).
 
     Run-time cells (metric ``time_s``) are compared with our mean wall time of the fit over the cells
     behind the row (:func:`ensclust.experiment.report.timing_summary`) when ``timing`` is given;
     hardware differs, so treat those differences as orders of magnitude, not as reproduction errors.
+    ``tables`` are the config's :func:`build_tables` when the caller has them already. ``ours_dataset`` is
+    the config's column a compared paper cell was matched with.
     """
     from ensclust.experiment.report import timing_summary
     from ensclust.methods import list_methods
 
-    tables = {t.metric: t for t in build_tables(config, cells)}
+    tables = {t.metric: t for t in (tables if tables is not None else build_tables(config, cells))}
     times = {}
-    if timing is not None and len(timing) and len(cells):
+    wants_time = any(METRIC_ALIASES.get(str(m).strip().lower()) == "time_s" for m in paper["metric"].unique())
+    if wants_time and timing is not None and len(timing) and len(cells):
         for r in timing_summary(config, cells, timing).itertuples(index=False):
             times[(r.method, r.dataset)] = (r.time_s, r.time_s_std, r.n_cells, r.policy, r.params)
     ran_datasets = set(cells.loc[cells["status"] == "ok", "dataset"]) if len(cells) else set()
@@ -128,7 +131,7 @@ def compare(config: ExperimentConfig, cells: pd.DataFrame, paper: pd.DataFrame,
     for _, p in paper.iterrows():
         base = {"table": p["table"], "metric": p["metric"], "method": p["method"], "dataset": p["dataset"],
                 "param": p["param"], "paper_mean": _number(p["mean"]), "paper_std": _number(p["std"]),
-                "ours_label": "", "ours_mean": math.nan, "ours_std": math.nan, "ours_n": 0, "diff": math.nan,
+                "ours_label": "", "ours_dataset": "", "ours_mean": math.nan, "ours_std": math.nan, "ours_n": 0, "diff": math.nan,
                 "abs_diff": math.nan, "within_paper_std": "", "policy": "", "params": "", "status": "missing",
                 "reason": "", "note": ""}
         metric = METRIC_ALIASES.get(str(p["metric"]).strip().lower())
@@ -193,6 +196,9 @@ def compare(config: ExperimentConfig, cells: pd.DataFrame, paper: pd.DataFrame,
             r = cell.row
         paper_mean, paper_std = base["paper_mean"], base["paper_std"]
         if math.isnan(paper_mean):
+            # ours is kept beside a paper cell without a number (e.g. 'N/A', or a paper that prints none)
+            base.update(ours_label=label, ours_dataset=ds_label, ours_mean=r.mean, ours_std=r.std, ours_n=r.n,
+                        policy=r.policy, params=r.params)
             missing(f"paper value '{p['mean']}' is not a number")
             continue
         if paper_mean > 1.5 and metric != "time_s":
@@ -200,7 +206,8 @@ def compare(config: ExperimentConfig, cells: pd.DataFrame, paper: pd.DataFrame,
             paper_std = paper_std / 100.0 if not math.isnan(paper_std) else paper_std
             base["note"] = (base["note"] + "; " if base["note"] else "") + "paper value in % (divided by 100)"
         diff = r.mean - paper_mean
-        base.update(paper_mean=paper_mean, paper_std=paper_std, ours_label=label, ours_mean=r.mean,
+        base.update(paper_mean=paper_mean, paper_std=paper_std, ours_label=label, ours_dataset=ds_label,
+                    ours_mean=r.mean,
                     ours_std=r.std, ours_n=r.n, diff=diff, abs_diff=abs(diff), policy=r.policy, params=r.params,
                     status="compared",
                     within_paper_std="" if math.isnan(paper_std) else ("yes" if abs(diff) <= paper_std + 1e-12

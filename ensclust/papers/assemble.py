@@ -1,0 +1,317 @@
+"""Assemble a paper table from every experiment folder that contributes to it.
+
+For each cell of the paper's table (a row of its long CSV) the manifest's sources are tried in order of
+preference; the first whose comparison has the cell (:func:`ensclust.experiment.compare.compare`) gives it,
+and any later source that has it too is named in ``also`` (a preference decides, never silently). A cell no
+source has is kept with the most specific reason it is missing.
+
+Provenance marks (letters after the number; the caption explains them):
+
+* ``r<n>``: computed over n repetitions where the paper used more;
+* ``t``: the source runs a trimmed protocol (its ``protocol`` text is in the caption);
+* ``s``: a substitute data set (the paper's is not available);
+* ``p``: a generated pool where the authors published theirs;
+* ``i``: a tuned row chose among fewer grid points than the config lists (failed or unfinished cells);
+* ``†``: significantly worse than the best row of its experiment (paired t-test, as in our own tables).
+
+"Within" means |ours - paper| <= the paper's std, or <= :data:`DEFAULT_TOLERANCE` where it prints none.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from ensclust.experiment.compare import compare, read_paper_csv, resolve_paper_csv
+from ensclust.experiment.report import DAGGER, METRIC_NAMES, build_tables, latex_escape
+from ensclust.experiment.store import ResultStore
+from ensclust.papers.manifest import Manifest, Source, TableSpec
+
+DEFAULT_TOLERANCE = 0.02
+TIME_METRICS = ("time_s",)
+MARKS = {
+    "r": "computed over fewer repetitions than the paper (the number follows the letter)",
+    "t": "trimmed protocol (see below)",
+    "s": "substitute data set (the paper's is not available)",
+    "p": "generated pool where the authors published theirs",
+    "i": "tuned among fewer grid points than the config lists",
+}
+COLUMNS = ["table", "metric", "method", "dataset", "param", "paper_mean", "paper_std", "ours_mean", "ours_std",
+           "ours_n", "diff", "abs_diff", "tolerance", "within", "status", "marks", "worse", "source", "also",
+           "ours_label", "policy", "params", "reason", "cause"]
+
+
+@dataclass
+class _SourceRun:
+    """One contributing experiment folder, compared with one paper table."""
+
+    source: Source
+    config: object
+    tables: list
+    compared: pd.DataFrame  # one row per paper row, same order
+
+
+def paper_frame(manifest: Manifest, spec: TableSpec) -> pd.DataFrame:
+    """The paper table's long CSV (every printed cell), or the declared layout for a paper that prints none."""
+    if spec.has_paper_csv:
+        return read_paper_csv(resolve_paper_csv(f"{manifest.paper_tables}/{spec.table}.csv"))
+    rows = [{"table": spec.table, "metric": spec.metric, "method": m, "dataset": d, "mean": "", "std": "",
+             "bold": "", "param": ""} for m in spec.rows for d in spec.columns]
+    return pd.DataFrame(rows, dtype=str)
+
+
+def load_experiment(results_root, name: str, cache: dict | None = None):
+    """(config, cells, timing, tables) of one experiment folder, or None when it has no results; ``cache``
+    (a dict) keeps them for the other tables the folder contributes to."""
+    if cache is not None and name in cache:
+        return cache[name]
+    root = Path(results_root) / name
+    loaded = None
+    if (root / "cells.csv").exists():
+        store = ResultStore(root)
+        config, cells = store.load_config(), store.load_cells()
+        loaded = (config, cells, store.load_timing(), build_tables(config, cells))
+    if cache is not None:
+        cache[name] = loaded
+    return loaded
+
+
+def _load_source(results_root: Path, source: Source, paper: pd.DataFrame, cache: dict | None) -> _SourceRun | None:
+    loaded = load_experiment(results_root, source.config, cache)
+    if loaded is None:
+        return None
+    config, cells, timing, tables = loaded
+    frame = paper.copy()
+    if source.substitute:
+        frame["dataset"] = frame["dataset"].map(lambda d: source.substitute.get(d, d))
+    result = compare(config, cells, frame, timing, tables=tables)
+    return _SourceRun(source, config, tables, result)
+
+
+def _marks(run: _SourceRun, row, manifest: Manifest, paper_dataset: str) -> list[str]:
+    marks = []
+    pool_statistic = str(row["policy"]).endswith("over pool")
+    if not pool_statistic and 0 < row["ours_n"] < manifest.repetitions and row["metric"] not in TIME_METRICS:
+        marks.append(f"r{int(row['ours_n'])}")
+    if run.source.protocol:
+        marks.append("t")
+    if paper_dataset in run.source.substitute:
+        marks.append("s")
+    if paper_dataset in manifest.authors_pools:
+        spec = next((d for d in run.config.datasets if d.label == row["ours_dataset"]), None)
+        if spec is not None and spec.pool.get("source") == "generate":
+            marks.append("p")
+    if "grid incomplete" in str(row["policy"]):
+        marks.append("i")
+    return marks
+
+
+def _worse(run: _SourceRun, row) -> bool:
+    metric_tables = {t.metric: t for t in run.tables}
+    from ensclust.experiment.compare import METRIC_ALIASES
+
+    table = metric_tables.get(METRIC_ALIASES.get(str(row["metric"]).strip().lower(), ""))
+    cell = table.cells.get((row["ours_label"], row["ours_dataset"])) if table is not None else None
+    return bool(cell is not None and cell.worse)
+
+
+_REASON_RANK = ("dataset not in config", "method not in config")  # least specific first
+
+
+def _reason_rank(reason: str) -> int:
+    for i, generic in enumerate(_REASON_RANK):
+        if reason.startswith(generic):
+            return i
+    return len(_REASON_RANK)
+
+
+def assemble_table(manifest: Manifest, spec: TableSpec, results_root="results", cache: dict | None = None
+                   ) -> pd.DataFrame:
+    """One row per cell of the paper table (:data:`COLUMNS`), in the paper CSV's order. ``cache``: see
+    :func:`load_experiment`."""
+    paper = paper_frame(manifest, spec)
+    runs = []
+    not_run = []
+    for source in spec.sources:
+        run = _load_source(Path(results_root), source, paper, cache)
+        if run is None:
+            not_run.append(source.config)
+        else:
+            runs.append(run)
+    out = []
+    for i, p in enumerate(paper.itertuples(index=False)):
+        rec = dict.fromkeys(COLUMNS, "")
+        rec.update(table=spec.table, metric=p.metric, method=p.method, dataset=p.dataset, param=p.param,
+                   paper_mean=math.nan, paper_std=math.nan, ours_mean=math.nan, ours_std=math.nan, ours_n=0,
+                   diff=math.nan, abs_diff=math.nan, tolerance=math.nan, worse=False, status="missing")
+        hits = [(run, run.compared.iloc[i]) for run in runs if run.compared.iloc[i]["status"] == "compared"
+                or (not spec.has_paper_csv and run.compared.iloc[i]["ours_label"] != "")]
+        if hits:
+            run, row = hits[0]
+            substitute = p.dataset in run.source.substitute
+            tolerance = row["paper_std"] if not math.isnan(row["paper_std"]) else DEFAULT_TOLERANCE
+            rec.update(paper_mean=row["paper_mean"], paper_std=row["paper_std"], ours_mean=row["ours_mean"],
+                       ours_std=row["ours_std"], ours_n=int(row["ours_n"]), ours_label=row["ours_label"],
+                       policy=row["policy"], params=row["params"], source=run.source.config,
+                       marks=" ".join(_marks(run, row, manifest, p.dataset)), worse=_worse(run, row),
+                       also="; ".join(f"{r.source.config} ({rr['ours_mean']:.4f})" for r, rr in hits[1:]))
+            if not spec.has_paper_csv:
+                rec.update(status="ours only", reason="the paper prints no number for this cell")
+            elif substitute:
+                rec.update(status="substitute", reason=f"substitute data set {run.source.substitute[p.dataset]}")
+            elif row["metric"] in TIME_METRICS or str(row["metric"]).lower() in ("time_s", "time", "runtime"):
+                rec.update(status="timed", diff=row["ours_mean"] / row["paper_mean"])
+            else:
+                rec.update(status="compared", diff=row["diff"], abs_diff=row["abs_diff"], tolerance=tolerance,
+                           within="yes" if row["abs_diff"] <= tolerance + 1e-12 else "no")
+        else:
+            if runs:
+                reasons = [(_reason_rank(r.compared.iloc[i]["reason"]), r.compared.iloc[i]["reason"],
+                            r.source.config) for r in runs]
+                rank, reason, config = max(reasons, key=lambda x: x[0])
+                rec["reason"] = reason if rank < len(_REASON_RANK) else f"{reason} ({config})"
+                if rank == 0:
+                    rec["reason"] = "no contributing config covers this data set"
+            else:
+                rec["reason"] = "no contributing config has results"
+            if not_run and rec["reason"].startswith("no contributing config"):
+                rec["reason"] += f" (not run yet: {', '.join(not_run)})"
+            paper_mean = pd.to_numeric(p.mean, errors="coerce")
+            if isinstance(paper_mean, float) and not math.isnan(paper_mean):
+                rec["paper_mean"] = paper_mean / 100 if paper_mean > 1.5 and p.metric not in TIME_METRICS \
+                    else paper_mean
+            elif str(p.mean).strip():
+                rec.update(status="not a number", reason=f"the paper prints '{p.mean}'")
+            else:
+                rec.update(status="no paper value" if not hits else rec["status"])
+        if rec["within"] != "yes":
+            rec["cause"] = manifest.cause_of(spec.table, p.dataset, p.method)
+        out.append(rec)
+    frame = pd.DataFrame(out, columns=COLUMNS)
+    if not spec.has_paper_csv:
+        frame.loc[frame["status"] == "missing", "status"] = "no paper value"
+    return frame
+
+
+# -- layout as the paper prints it ------------------------------------------------------------------------------
+def _layout(frame: pd.DataFrame, spec: TableSpec):
+    """(metric blocks with their rows, columns, key of a cell): first-appearance order of the paper CSV, or
+    the declared column order. Columns are data sets, or the values of ``param`` (``columns_from: param``)."""
+    by_param = spec.columns_from == "param"
+    col_field, row_field = ("param", "dataset") if by_param else ("dataset", "param")
+    columns = list(spec.columns) if spec.columns else list(dict.fromkeys(frame[col_field]))
+    blocks = []
+    for metric in dict.fromkeys(frame["metric"]):
+        sub = frame[frame["metric"] == metric]
+        blocks.append((metric, list(dict.fromkeys(zip(sub["method"], sub[row_field], strict=True)))))
+
+    def key(metric, method, row_value, column):
+        dataset, param = (row_value, column) if by_param else (column, row_value)
+        return metric, method, param, dataset
+
+    return blocks, columns, key
+
+
+def _row_label(method: str, param: str, several: bool) -> str:
+    return f"{method} ({param})" if several and param else method
+
+
+def _fmt(x, decimals=3) -> str:
+    return "" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{decimals}f}"
+
+
+def cell_parts(rec) -> tuple[str, str, str]:
+    """(ours text with dagger, marks, paper text) of one assembled cell."""
+    if rec is None:
+        return "", "", ""
+    paper = _fmt(rec["paper_mean"], 4)
+    if rec["status"] not in ("compared", "substitute", "timed", "ours only"):
+        return "–", "", paper
+    ours = _fmt(rec["ours_mean"])
+    if not math.isnan(rec["ours_std"]):
+        ours += f" ± {_fmt(rec['ours_std'])}"
+    if rec["status"] == "timed":
+        ours = f"{rec['ours_mean']:.3g} s"
+    return ours + (DAGGER if rec["worse"] else ""), rec["marks"].replace(" ", ","), paper
+
+
+def caption_lines(manifest: Manifest, spec: TableSpec, frame: pd.DataFrame) -> list[str]:
+    used = [s for s in spec.sources if s.config in set(frame["source"])]
+    lines = [f"{spec.title}. Each cell: ours mean ± std over repetitions (the paper's value in parentheses)."]
+    present = {m.rstrip("0123456789") for marks in frame["marks"] for m in str(marks).split() if m}
+    if present:
+        lines.append("Marks: " + "; ".join(f"{k}: {v}" for k, v in MARKS.items() if k in present)
+                     + f" (paper: {manifest.repetitions} repetitions).")
+    if frame["worse"].any():
+        lines.append(f"{DAGGER}: significantly worse than the best row of its experiment (paired t-test over the "
+                     "shared repetitions, p < 0.05).")
+    if (frame["status"] == "timed").any():
+        lines.append("Run times are wall seconds of one fit on this machine (2 shared cores); the paper's machine "
+                     "differs: compare ratios, not values.")
+    for s in used:
+        extra = []
+        if s.protocol:
+            extra.append(f"trimmed protocol: {s.protocol}")
+        if s.substitute:
+            extra.append("substitutes: " + ", ".join(f"{k} -> {v}" for k, v in s.substitute.items()))
+        lines.append(f"Source {s.config} ({s.tier} tier)" + (": " + "; ".join(extra) if extra else "") + ".")
+    if spec.notes:
+        lines.append(spec.notes)
+    return lines
+
+
+def _missing_summary(frame: pd.DataFrame) -> list[str]:
+    missing = frame[frame["status"] == "missing"]
+    out = []
+    for reason, grp in missing.groupby("reason", sort=True):
+        what = sorted({f"{m}/{d}" for m, d in zip(grp["method"], grp["dataset"], strict=True)})
+        out.append(f"{len(grp)} not computed - {reason}: " + ", ".join(what[:12]) + (", ..." if len(what) > 12
+                                                                                  else ""))
+    return out
+
+
+def table_markdown(manifest: Manifest, spec: TableSpec, frame: pd.DataFrame) -> str:
+    blocks, columns, key = _layout(frame, spec)
+    index = {(r["metric"], r["method"], r["param"], r["dataset"]): r for r in frame.to_dict("records")}
+    lines = [f"## {spec.title}", ""] + [" ".join(caption_lines(manifest, spec, frame)), ""]
+    for metric, rows in blocks:
+        name = METRIC_NAMES.get(str(metric).lower(), str(metric))
+        several = len({m for m, _ in rows}) < len(rows) and spec.columns_from == "dataset"
+        lines += [f"**{name}**", "", "| Method | " + " | ".join(columns) + " |", "|---|" + "---|" * len(columns)]
+        for method, param in rows:
+            cols = []
+            for d in columns:
+                ours, marks, paper = cell_parts(index.get(key(metric, method, param, d)))
+                text = ours + (f"<sup>{marks}</sup>" if marks else "")
+                cols.append(f"{text} ({paper})" if paper else text)
+            lines.append(f"| {_row_label(method, param, several)} | " + " | ".join(cols) + " |")
+        lines.append("")
+    lines += [f"- {m}" for m in _missing_summary(frame)]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def table_latex(manifest: Manifest, spec: TableSpec, frame: pd.DataFrame) -> str:
+    blocks, columns, key = _layout(frame, spec)
+    index = {(r["metric"], r["method"], r["param"], r["dataset"]): r for r in frame.to_dict("records")}
+    lines = [r"\begin{table}[htbp]", r"\centering", r"\scriptsize",
+             rf"\caption{{{latex_escape(' '.join(caption_lines(manifest, spec, frame)))}}}",
+             rf"\begin{{tabular}}{{l{'c' * len(columns)}}}", r"\toprule"]
+    for metric, rows in blocks:
+        name = METRIC_NAMES.get(str(metric).lower(), str(metric))
+        several = len({m for m, _ in rows}) < len(rows) and spec.columns_from == "dataset"
+        lines.append(latex_escape(name) + " & " + " & ".join(latex_escape(c) for c in columns) + r" \\")
+        lines.append(r"\midrule")
+        for method, param in rows:
+            cols = []
+            for d in columns:
+                ours, marks, paper = cell_parts(index.get(key(metric, method, param, d)))
+                text = latex_escape(ours) + (rf"\textsuperscript{{{latex_escape(marks)}}}" if marks else "")
+                cols.append(f"{text} ({paper})" if paper else text)
+            lines.append(latex_escape(_row_label(method, param, several)) + " & " + " & ".join(cols) + r" \\")
+        lines.append(r"\midrule")
+    lines[-1] = r"\bottomrule"
+    lines += [r"\end{tabular}", r"\end{table}"]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,188 @@
+"""Paper manifests: which experiment configs make up each table of a paper, in which tier.
+
+One YAML file per paper in ``ensclust/papers/manifests/`` (package data)::
+
+    paper: acmk                      # the name used on the command line
+    title: ...                       # the paper, as cited in the scorecard
+    paper_tables: acmk               # folder of the paper's table CSVs (../shared/paper_tables/<folder>)
+    repetitions: 10                  # repetitions behind each of the paper's cells (fewer are marked)
+    authors_pools: [Ecoli, ...]      # paper dataset names the authors published pools for (a generated pool
+                                     # there is marked)
+    tables:
+      - table: table2_acc            # the paper table CSV's stem
+        title: "Table 2: ACC ..."
+        columns: [...]               # optional: column order when the CSV's order is not the paper's
+        columns_from: param          # optional: the paper's columns are the values of `param` (e.g. RCEC's
+                                     # feature ratios), not data sets
+        sources:                     # in order of preference: the first that has a cell gives it
+          - config: acmk_small       # configs/paper/<config>.yaml, results in results/<config>/
+            tier: quick              # quick (also in full) or full (default)
+            protocol: "..."          # how it departs from the paper's protocol (printed in the caption)
+            substitute: {Lung: lung_discrete}   # paper dataset -> our column: a substitute data set
+    causes:                          # known causes of deviations, quoted by the scorecard
+      - {table: table2_acc, dataset: Yale, method: "*", cause: "..."}
+
+A table without a paper CSV (the SPCE paper prints none) lists ``rows``, ``columns`` and ``metric``
+instead of relying on the CSV, and its cells are ours only.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+import yaml
+
+from ensclust.errors import UserError, unknown_name_error
+
+TIERS = ("quick", "full")
+PAPERS = ("acmk", "awec", "eccms", "rcec", "spce")
+_TOP_KEYS = ("paper", "title", "paper_tables", "repetitions", "authors_pools", "tables", "causes")
+_TABLE_KEYS = ("table", "title", "columns", "columns_from", "rows", "metric", "sources", "notes")
+_SOURCE_KEYS = ("config", "tier", "protocol", "substitute")
+_CAUSE_KEYS = ("table", "dataset", "method", "cause")
+
+
+@dataclass(frozen=True)
+class Source:
+    config: str
+    tier: str = "full"
+    protocol: str = ""
+    substitute: dict = field(default_factory=dict)  # paper dataset name -> our column label
+
+    def in_tier(self, tier: str) -> bool:
+        return tier == "full" or self.tier == "quick"
+
+
+@dataclass
+class TableSpec:
+    table: str
+    title: str
+    sources: list
+    columns: list | None = None
+    rows: list | None = None
+    metric: str | None = None
+    notes: str = ""
+    columns_from: str = "dataset"  # or "param"
+
+    @property
+    def has_paper_csv(self) -> bool:
+        return self.rows is None
+
+
+@dataclass(frozen=True)
+class Cause:
+    cause: str
+    table: str = "*"
+    dataset: str = "*"
+    method: str = "*"
+
+    def matches(self, table: str, dataset: str, method: str) -> bool:
+        return all(fnmatch.fnmatchcase(str(value).lower(), pattern.lower())
+                   for value, pattern in ((table, self.table), (dataset, self.dataset), (method, self.method)))
+
+
+@dataclass
+class Manifest:
+    paper: str
+    title: str
+    paper_tables: str
+    repetitions: int
+    tables: list
+    authors_pools: list = field(default_factory=list)
+    causes: list = field(default_factory=list)
+
+    def table(self, key: str) -> TableSpec:
+        """A table by its CSV stem, or by a short name: '2', 'table2', 'IV'."""
+        key = str(key).strip().lower()
+        for t in self.tables:
+            stem = t.table.lower()
+            if key in (stem, stem.split("_")[0], stem.split("_")[0].removeprefix("table")):
+                return t
+        raise unknown_name_error(f"table of paper '{self.paper}'", key, [t.table for t in self.tables],
+                                 "--table")
+
+    def configs(self, tier: str, table: str | None = None) -> list[str]:
+        """The configs of ``tier`` (of one table when given), each once, in manifest order."""
+        tables = [self.table(table)] if table else self.tables
+        return list(dict.fromkeys(s.config for t in tables for s in t.sources if s.in_tier(tier)))
+
+    def cause_of(self, table: str, dataset: str, method: str) -> str:
+        for c in self.causes:
+            if c.matches(table, dataset, method):
+                return c.cause
+        return ""
+
+
+def _check_keys(data, allowed, where: str) -> dict:
+    if not isinstance(data, dict):
+        raise UserError(f"{where}: must be a mapping, got {type(data).__name__}")
+    for key in data:
+        if key not in allowed:
+            raise unknown_name_error("key", key, allowed, where)
+    return data
+
+
+def parse_manifest(data: dict, where: str) -> Manifest:
+    """Validate a manifest document (one-line UserErrors naming the file and entry)."""
+    _check_keys(data, _TOP_KEYS, where)
+    for key in ("paper", "title", "tables"):
+        if key not in data:
+            raise UserError(f"{where}: missing required key '{key}'")
+    tables = []
+    for i, t in enumerate(data["tables"] or []):
+        tw = f"{where}: tables[{i}]"
+        _check_keys(t, _TABLE_KEYS, tw)
+        sources = []
+        for j, s in enumerate(t.get("sources") or []):
+            sw = f"{tw}.sources[{j}]"
+            s = {"config": s} if isinstance(s, str) else s
+            _check_keys(s, _SOURCE_KEYS, sw)
+            tier = s.get("tier", "full")
+            if tier not in TIERS:
+                raise unknown_name_error("tier", tier, TIERS, sw)
+            sources.append(Source(config=str(s["config"]), tier=tier, protocol=str(s.get("protocol") or ""),
+                                  substitute=dict(s.get("substitute") or {})))
+        if t.get("columns_from", "dataset") not in ("dataset", "param"):
+            raise UserError(f"{tw}: columns_from must be 'dataset' or 'param', got {t['columns_from']!r}")
+        if ("rows" in t) != ("metric" in t):
+            raise UserError(f"{tw}: a table without a paper CSV needs both 'rows' and 'metric'")
+        tables.append(TableSpec(table=str(t["table"]), title=str(t.get("title") or t["table"]), sources=sources,
+                                columns=t.get("columns"), rows=t.get("rows"), metric=t.get("metric"),
+                                notes=str(t.get("notes") or ""), columns_from=t.get("columns_from", "dataset")))
+    causes = [Cause(**_check_keys(c, _CAUSE_KEYS, f"{where}: causes[{i}]"))
+              for i, c in enumerate(data.get("causes") or [])]
+    return Manifest(paper=str(data["paper"]), title=str(data["title"]),
+                    paper_tables=str(data.get("paper_tables") or data["paper"]),
+                    repetitions=int(data.get("repetitions") or 10), tables=tables,
+                    authors_pools=list(data.get("authors_pools") or []), causes=causes)
+
+
+def load_manifest(paper: str) -> Manifest:
+    """The manifest of ``paper`` (one of :data:`PAPERS`)."""
+    key = str(paper).lower()
+    if key not in PAPERS:
+        raise unknown_name_error("paper", paper, list(PAPERS) + ["all"], "PAPER")
+    text = resources.files("ensclust.papers").joinpath("manifests", f"{key}.yaml").read_text(encoding="utf-8")
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise UserError(f"manifest {key}.yaml: malformed YAML ({exc.__class__.__name__})") from None
+    return parse_manifest(data, f"manifest {key}.yaml")
+
+
+def config_dir() -> Path:
+    """The folder of the paper configs: ``configs/paper`` of the checkout ensclust runs from, else of the
+    current folder."""
+    here = Path(__file__).resolve().parents[2] / "configs" / "paper"
+    return here if here.is_dir() else Path("configs/paper")
+
+
+def config_path(name: str) -> Path:
+    path = config_dir() / f"{name}.yaml"
+    if not path.exists():
+        known = [p.stem for p in config_dir().glob("*.yaml")]
+        raise unknown_name_error("paper config", name, known, str(config_dir()))
+    return path

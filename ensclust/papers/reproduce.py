@@ -1,0 +1,344 @@
+"""Reproduce a paper: run the configs of its tables (a tier), assemble its tables as the paper prints them,
+and write the scorecard.
+
+Layout written under the results root::
+
+    papers/<paper>/<table>.csv / .md / .tex   one assembled table per paper table (assemble.py)
+    papers/<paper>/README.md                  the paper's tables with their counts
+    REPRODUCTION.md                           the scorecard: per paper and table, cells computed / within
+
+Everything here is derived from the experiment folders and the paper tables; rerunning it on the same
+folders writes the same bytes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from ensclust.errors import UserError
+from ensclust.experiment.store import atomic_write_text
+from ensclust.papers.assemble import DEFAULT_TOLERANCE, assemble_table, table_latex, table_markdown
+from ensclust.papers.manifest import PAPERS, Manifest, load_manifest
+
+LARGEST_SHOWN = 12
+DEVIATION = 0.05
+
+
+@dataclass
+class Counts:
+    cells: int = 0  # result cells the paper prints a number for
+    computed: int = 0  # ours exists (compared, substitute or timed)
+    compared: int = 0  # compared with the paper (same data set)
+    within: int = 0
+    abs_diff_sum: float = 0.0
+
+    def add(self, frame: pd.DataFrame) -> Counts:
+        numeric = frame[frame["paper_mean"].notna() & (frame["status"] != "not a number")]
+        compared = numeric[numeric["status"] == "compared"]
+        self.cells += len(numeric)
+        self.computed += int(numeric["status"].isin(["compared", "substitute", "timed"]).sum())
+        self.compared += len(compared)
+        self.within += int((compared["within"] == "yes").sum())
+        self.abs_diff_sum += float(compared["abs_diff"].sum())
+        return self
+
+    @property
+    def mean_abs_diff(self) -> float:
+        return self.abs_diff_sum / self.compared if self.compared else math.nan
+
+    def row(self) -> list[str]:
+        pct = lambda a, b: f"{100 * a / b:.0f} %" if b else "-"  # noqa: E731
+        return [str(self.cells), f"{self.computed} ({pct(self.computed, self.cells)})", str(self.compared),
+                f"{self.within} ({pct(self.within, self.cells)})",
+                "-" if math.isnan(self.mean_abs_diff) else f"{self.mean_abs_diff:.4f}"]
+
+
+def papers_of(name: str) -> list[str]:
+    return list(PAPERS) if str(name).lower() == "all" else [str(name).lower()]
+
+
+def assemble_paper(manifest: Manifest, results_root="results", write=True, cache: dict | None = None
+                   ) -> dict[str, pd.DataFrame]:
+    """Assemble every table of a paper; write ``papers/<paper>/`` when ``write``. Returns the frames."""
+    cache = {} if cache is None else cache
+    root = Path(results_root) / "papers" / manifest.paper
+    frames = {}
+    index = [f"# {manifest.title}", "",
+             "Written by `ensclust reproduce`: each paper table assembled from the experiment folders listed in "
+             "its caption. See [../../REPRODUCTION.md](../../REPRODUCTION.md) for the scorecard.", "",
+             "| table | result cells | computed | compared | within | mean abs. diff |", "|---|---|---|---|---|---|"]
+    for spec in manifest.tables:
+        frame = assemble_table(manifest, spec, results_root, cache)
+        frames[spec.table] = frame
+        if write:
+            atomic_write_text(root / f"{spec.table}.csv", frame.to_csv(index=False, lineterminator="\n"))
+            atomic_write_text(root / f"{spec.table}.md", table_markdown(manifest, spec, frame))
+            atomic_write_text(root / f"{spec.table}.tex", table_latex(manifest, spec, frame))
+        counts = Counts().add(frame)
+        index.append(f"| [{spec.title}]({spec.table}.md) | " + " | ".join(counts.row()) + " |")
+    if write:
+        atomic_write_text(root / "README.md", "\n".join(index) + "\n")
+    return frames
+
+
+def _deviations(manifest: Manifest, frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    rows = []
+    for frame in frames.values():
+        big = frame[(frame["status"] == "compared") & (frame["abs_diff"] > DEVIATION)]
+        rows.append(big)
+    if not rows:
+        return pd.DataFrame()
+    out = pd.concat(rows, ignore_index=True)
+    return out.sort_values("abs_diff", ascending=False, kind="stable")
+
+
+def scorecard_markdown(assembled: dict[str, tuple[Manifest, dict]]) -> str:
+    total = Counts()
+    per_paper = {}
+    for paper, (_, frames) in assembled.items():
+        c = Counts()
+        for frame in frames.values():
+            c.add(frame)
+        per_paper[paper] = c
+        total.cells += c.cells
+        total.computed += c.computed
+        total.compared += c.compared
+        total.within += c.within
+        total.abs_diff_sum += c.abs_diff_sum
+    head = "| result cells | computed | compared | within tolerance | mean abs. diff |"
+    lines = ["# Reproduction scorecard", "",
+             "Written by `ensclust reproduce` from the experiment folders under `results/` and the papers' tables; "
+             "never edited by hand. Result cells: every number the paper prints in a result table. Computed: "
+             "we have the cell (on the paper's data set, a substitute, or a run time). Compared: computed on the "
+             f"paper's data set. Within tolerance: |ours - paper| <= the paper's std, or <= {DEFAULT_TOLERANCE} "
+             "where it prints none (percentages are of all result cells). Run-time cells count as computed, never "
+             "as within (hardware differs). The assembled tables, with provenance marks, are in "
+             "[papers/](papers/).", "",
+             "| paper " + head, "|---|---|---|---|---|---|"]
+    for paper, c in per_paper.items():
+        lines.append(f"| [{paper}](papers/{paper}/README.md) | " + " | ".join(c.row()) + " |")
+    lines.append("| **all** | " + " | ".join(total.row()) + " |")
+    for paper, (manifest, frames) in assembled.items():
+        lines += ["", f"## {manifest.title}", "", "| table " + head, "|---|---|---|---|---|---|"]
+        for spec in manifest.tables:
+            c = Counts().add(frames[spec.table])
+            lines.append(f"| [{spec.title}](papers/{paper}/{spec.table}.md) | " + " | ".join(c.row()) + " |")
+        dev = _deviations(manifest, frames)
+        if len(dev):
+            explained = int((dev["cause"] != "").sum())
+            lines += ["", f"Deviations above {DEVIATION}: {len(dev)} cells ({explained} with a known cause); the "
+                      f"{min(LARGEST_SHOWN, len(dev))} largest:", "",
+                      "| table | metric | method | data set | ours | paper | diff | known cause |",
+                      "|---|---|---|---|---|---|---|---|"]
+            for r in dev.head(LARGEST_SHOWN).itertuples(index=False):
+                cause = str(r.cause).replace("|", "/") or "not yet explained"
+                lines.append(f"| {r.table} | {r.metric} | {r.method} | {r.dataset} | {r.ours_mean:.4f} | "
+                             f"{r.paper_mean:.4f} | {r.diff:+.4f} | {cause} |")
+    return "\n".join(lines) + "\n"
+
+
+def status_totals(assembled: dict[str, tuple[Manifest, dict]]) -> list[str]:
+    """One line per paper and one for all: the scorecard's totals."""
+    out = []
+    total = Counts()
+    for paper, (_, frames) in assembled.items():
+        c = Counts()
+        for frame in frames.values():
+            c.add(frame)
+        for k in ("cells", "computed", "compared", "within", "abs_diff_sum"):
+            setattr(total, k, getattr(total, k) + getattr(c, k))
+        out.append(_status_line(paper, c))
+    out.append(_status_line("all", total))
+    return out
+
+
+def _status_line(name: str, c: Counts) -> str:
+    cells, computed, compared, within, diff = c.row()
+    return (f"{name:<6} {cells:>5} result cells, {computed:>11} computed, {compared:>5} compared, "
+            f"{within:>11} within tolerance, mean abs. diff {diff}")
+
+
+def assemble_all(papers: list[str], results_root="results", write=True) -> dict[str, tuple[Manifest, dict]]:
+    """Assemble the papers' tables and (when all papers are assembled and ``write``) the scorecard."""
+    assembled, cache = {}, {}
+    for paper in papers:
+        manifest = load_manifest(paper)
+        assembled[paper] = (manifest, assemble_paper(manifest, results_root, write=write, cache=cache))
+    return assembled
+
+
+def write_scorecard(results_root="results") -> Path:
+    """Assemble every paper and write ``REPRODUCTION.md`` (the scorecard covers all papers, always)."""
+    assembled = assemble_all(list(PAPERS), results_root, write=True)
+    path = Path(results_root) / "REPRODUCTION.md"
+    atomic_write_text(path, scorecard_markdown(assembled))
+    return path
+
+
+# -- running ---------------------------------------------------------------------------------------------------
+@dataclass
+class PlannedConfig:
+    name: str
+    config: object  # ExperimentConfig
+
+
+def plan_configs(manifests: list[Manifest], tier: str, table: str | None = None) -> list[PlannedConfig]:
+    """The configs behind the manifests' tables in ``tier`` (each once), loaded and validated."""
+    from ensclust.experiment.config import load_config
+    from ensclust.papers.manifest import config_path
+
+    names = list(dict.fromkeys(n for m in manifests for n in m.configs(tier, table)))
+    return [PlannedConfig(n, load_config(config_path(n))) for n in names]
+
+
+def estimates(plan: list[PlannedConfig], results_root="results"):
+    from ensclust.papers.cost import CostModel, estimate_config
+
+    model = CostModel(results_root)
+    return [estimate_config(p.config, results_root, model) for p in plan]
+
+
+def dry_run_lines(plan: list[PlannedConfig], results_root="results") -> list[str]:
+    """Per config and in total: planned / finished / pending fits and the estimated CPU time (no run starts)."""
+    from ensclust.papers.cost import format_seconds
+
+    lines = [f"{'config':<36} {'planned':>8} {'finished':>9} {'pending':>8} {'est. CPU':>9}  estimate from"]
+    total = {"planned": 0, "finished": 0, "pending": 0, "seconds": 0.0, "unknown": 0}
+    for est in estimates(plan, results_root):
+        basis = ", ".join(f"{est.cells[k]} {k}" for k in ("recorded", "recorded-elsewhere", "model", "unknown")
+                          if est.cells.get(k))
+        lines.append(f"{est.config:<36} {est.planned:>8} {est.finished:>9} {est.pending:>8} "
+                     f"{format_seconds(est.total_s):>9}  {basis or '-'}")
+        for key, value in (("planned", est.planned), ("finished", est.finished), ("pending", est.pending),
+                           ("seconds", est.total_s), ("unknown", est.unknown)):
+            total[key] += value
+    unknown = f" (+ {total['unknown']} fits with no estimate)" if total["unknown"] else ""
+    lines.append(f"{'total (' + str(len(plan)) + ' configs)':<36} {total['planned']:>8} {total['finished']:>9} "
+                 f"{total['pending']:>8} {format_seconds(total['seconds']):>9}{unknown}")
+    return lines
+
+
+def run_configs(plan: list[PlannedConfig], results_root="results", *, jobs=1, executor="local", scheduler=None,
+                data_dir=None, quiet=False, echo=print) -> list[tuple[str, str]]:
+    """Run the configs, cheapest pending work first, and compare each with its paper tables. A config that
+    cannot run (e.g. its data is missing) is reported and skipped; returns those (name, reason)."""
+    from ensclust.errors import UserError
+    from ensclust.experiment.compare import run_compare
+    from ensclust.experiment.config import compare_targets
+    from ensclust.experiment.runner import run_experiment
+
+    order = sorted(zip(plan, estimates(plan, results_root), strict=True), key=lambda pe: pe[1].total_s)
+    failures = []
+    for p, est in order:
+        if not quiet:
+            echo(f"== {p.name}: {est.pending} of {est.planned} fits to run")
+        try:
+            root = run_experiment(p.config, results_root=results_root, jobs=jobs, executor=executor,
+                                  scheduler=scheduler, data_dir=data_dir, quiet=True if quiet else False)
+            if compare_targets(p.config):
+                run_compare(root)
+        except UserError as exc:
+            failures.append((p.name, str(exc)))
+    return failures
+
+
+# -- a user's method in a paper's table ------------------------------------------------------------------------
+WITH_SEPARATOR = "--with-"
+
+
+def with_method_configs(manifest: Manifest, spec, tier: str, method: str, params: dict, label: str | None
+                        ) -> list[PlannedConfig]:
+    """One config per source of the table (in ``tier``) with the same data sets, pools, draws, repetitions,
+    metrics and seed, whose only row is ``method``: it runs under exactly the table's protocol."""
+    import yaml
+
+    from ensclust.experiment.config import load_config_text
+    from ensclust.experiment.store import slug
+    from ensclust.papers.manifest import config_path
+
+    label = label or method.rsplit(":", 1)[-1]
+    planned = []
+    for name in dict.fromkeys(s.config for s in spec.sources if s.in_tier(tier)):
+        path = config_path(name)
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data["name"] = f"{name}{WITH_SEPARATOR}{slug(label)}"
+        data["methods"] = [{"name": method, "label": label, "params": params}]
+        data["description"] = f"{label} under the protocol of {name} (ensclust reproduce --with)"
+        config = load_config_text(yaml.safe_dump(data, sort_keys=False), f"{path} (--with {method})")
+        planned.append(PlannedConfig(config.name, config))
+    if not planned:
+        raise UserError(f"table {spec.table} has no source config in the {tier} tier")
+    return planned
+
+
+def with_rows(manifest: Manifest, spec, plan: list[PlannedConfig], results_root="results") -> pd.DataFrame:
+    """The row of the --with method: per paper column, its cell under the first source that has it, with the
+    dagger of a paired t-test against the best row of that source's experiment (same repetitions)."""
+    import dataclasses
+
+    from ensclust.experiment.compare import compare
+    from ensclust.experiment.report import build_tables
+    from ensclust.papers.assemble import COLUMNS, load_experiment, paper_frame
+
+    paper = paper_frame(manifest, spec)
+    label = plan[0].config.methods[0].label
+    columns = paper[["table", "metric", "dataset", "param"]].drop_duplicates().assign(
+        method=label, mean="", std="", bold="")
+    found: dict[int, dict] = {}
+    for p in plan:
+        base_name = p.name.split(WITH_SEPARATOR)[0]
+        source = next(s for s in spec.sources if s.config == base_name)
+        mine = load_experiment(results_root, p.name)
+        base = load_experiment(results_root, base_name)
+        if mine is None:
+            continue
+        config, cells = mine[0], mine[1]
+        if base is not None:  # test against the source's rows: same ensembles, paired by repetition
+            config = dataclasses.replace(base[0], methods=base[0].methods + mine[0].methods)
+            cells = pd.concat([base[1], mine[1]], ignore_index=True)
+        tables = build_tables(config, cells)
+        frame = columns.copy()
+        if source.substitute:
+            frame["dataset"] = frame["dataset"].replace(source.substitute)
+        result = compare(config, cells, frame, None, tables=tables)
+        by_metric = {t.metric: t for t in tables}
+        for i, (_, row) in enumerate(result.iterrows()):
+            if i in found or row["ours_label"] != label:
+                continue
+            from ensclust.experiment.compare import METRIC_ALIASES
+
+            table = by_metric.get(METRIC_ALIASES.get(str(row["metric"]).strip().lower(), ""))
+            cell = table.cells.get((label, row["ours_dataset"])) if table is not None else None
+            found[i] = {"ours_mean": row["ours_mean"], "ours_std": row["ours_std"], "ours_n": row["ours_n"],
+                        "worse": bool(cell is not None and cell.worse), "source": p.name,
+                        "marks": "s" if columns.iloc[i]["dataset"] in source.substitute else ""}
+    out = []
+    for i, c in enumerate(columns.itertuples(index=False)):
+        rec = dict.fromkeys(COLUMNS, "")
+        rec.update(table=c.table, metric=c.metric, method=f"{label} (yours)", dataset=c.dataset, param=c.param,
+                   paper_mean=math.nan, paper_std=math.nan, ours_mean=math.nan, ours_std=math.nan, ours_n=0,
+                   diff=math.nan, abs_diff=math.nan, tolerance=math.nan, worse=False, status="missing",
+                   reason="not run")
+        if i in found:
+            rec.update(found[i], status="ours only", reason="")
+        out.append(rec)
+    return pd.DataFrame(out, columns=COLUMNS)
+
+
+def write_with_table(manifest: Manifest, spec, plan: list[PlannedConfig], results_root="results") -> Path:
+    """The assembled table with the --with method's row added: papers/<paper>/<table>--with-<label>.*"""
+    from ensclust.papers.assemble import assemble_table, table_latex, table_markdown
+
+    base = assemble_table(manifest, spec, results_root)
+    frame = pd.concat([base, with_rows(manifest, spec, plan, results_root)], ignore_index=True)
+    stem = plan[0].name.split(WITH_SEPARATOR)[1]
+    root = Path(results_root) / "papers" / manifest.paper
+    atomic_write_text(root / f"{spec.table}{WITH_SEPARATOR}{stem}.csv", frame.to_csv(index=False, lineterminator="\n"))
+    atomic_write_text(root / f"{spec.table}{WITH_SEPARATOR}{stem}.tex", table_latex(manifest, spec, frame))
+    path = root / f"{spec.table}{WITH_SEPARATOR}{stem}.md"
+    atomic_write_text(path, table_markdown(manifest, spec, frame))
+    return path
