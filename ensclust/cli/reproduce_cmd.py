@@ -44,7 +44,7 @@ def reproduce_command(paper, table, tier, dry_run, status, assemble_only, with_m
     from ensclust.papers import reproduce as rp
 
     if status:
-        for line in rp.status_totals(rp.assemble_all(list(rp.PAPERS), results_root, write=False)):
+        for line in rp.status_totals(rp.assemble_all(rp.available_papers(), results_root, write=False)):
             click.echo(line)
         return
     if paper is None:
@@ -76,8 +76,8 @@ def reproduce_command(paper, table, tier, dry_run, status, assemble_only, with_m
         path = rp.write_with_table(manifests[0], manifests[0].table(table), plan, results_root)
         click.echo(f"wrote {path}")
         return
-    card = rp.write_scorecard(results_root)
-    for line in rp.status_totals(rp.assemble_all(papers, results_root, write=False)):
+    card, assembled = rp.write_scorecard(results_root)
+    for line in rp.status_totals(assembled):
         click.echo(line)
     click.echo(f"wrote {results_root}/papers/ and {card}")
 

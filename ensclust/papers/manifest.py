@@ -24,11 +24,15 @@ One YAML file per paper in ``ensclust/papers/manifests/`` (package data)::
 
 A table without a paper CSV (the SPCE paper prints none) lists ``rows``, ``columns`` and ``metric``
 instead of relying on the CSV, and its cells are ours only.
+
+Further manifests (a protocol of your own, laid out the same way) are read from the folders in
+``$ENSCLUST_MANIFESTS`` (separated by ``os.pathsep``); their configs are looked up beside the manifest first.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import os
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -93,6 +97,7 @@ class Manifest:
     tables: list
     authors_pools: list = field(default_factory=list)
     causes: list = field(default_factory=list)
+    origin: Path | None = None  # the folder of a manifest from $ENSCLUST_MANIFESTS (its configs live there)
 
     def table(self, key: str) -> TableSpec:
         """A table by its CSV stem, or by a short name: '2', 'table2', 'IV'."""
@@ -160,17 +165,46 @@ def parse_manifest(data: dict, where: str) -> Manifest:
                     authors_pools=list(data.get("authors_pools") or []), causes=causes)
 
 
+def _extra_manifests() -> dict[str, Path]:
+    """Manifests in ``$ENSCLUST_MANIFESTS``: the YAML files there with top-level ``paper`` and ``tables``
+    keys (the experiment configs they use may sit in the same folder)."""
+    found = {}
+    for folder in filter(None, os.environ.get("ENSCLUST_MANIFESTS", "").split(os.pathsep)):
+        for path in sorted(Path(folder).glob("*.yaml")):
+            try:
+                data = yaml.safe_load(path.read_text(encoding="utf-8"))
+            except (OSError, yaml.YAMLError):
+                data = None
+            if isinstance(data, dict) and "paper" in data and "tables" in data:
+                found.setdefault(path.stem.lower(), path)
+    return found
+
+
+def available_papers() -> list[str]:
+    """The built-in papers, then the manifests found in ``$ENSCLUST_MANIFESTS``."""
+    return list(PAPERS) + [p for p in _extra_manifests() if p not in PAPERS]
+
+
 def load_manifest(paper: str) -> Manifest:
-    """The manifest of ``paper`` (one of :data:`PAPERS`)."""
+    """The manifest of ``paper`` (one of :func:`available_papers`)."""
     key = str(paper).lower()
-    if key not in PAPERS:
-        raise unknown_name_error("paper", paper, list(PAPERS) + ["all"], "PAPER")
-    text = resources.files("ensclust.papers").joinpath("manifests", f"{key}.yaml").read_text(encoding="utf-8")
+    extra = _extra_manifests()
+    if key in PAPERS:
+        where = f"manifest {key}.yaml"
+        text = resources.files("ensclust.papers").joinpath("manifests", f"{key}.yaml").read_text(encoding="utf-8")
+    elif key in extra:
+        where = str(extra[key])
+        text = extra[key].read_text(encoding="utf-8")
+    else:
+        raise unknown_name_error("paper", paper, available_papers() + ["all"], "PAPER")
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise UserError(f"manifest {key}.yaml: malformed YAML ({exc.__class__.__name__})") from None
-    return parse_manifest(data, f"manifest {key}.yaml")
+        raise UserError(f"{where}: malformed YAML ({exc.__class__.__name__})") from None
+    manifest = parse_manifest(data, where)
+    if key not in PAPERS:
+        manifest.origin = extra[key].parent
+    return manifest
 
 
 def config_dir() -> Path:
@@ -180,9 +214,12 @@ def config_dir() -> Path:
     return here if here.is_dir() else Path("configs/paper")
 
 
-def config_path(name: str) -> Path:
-    path = config_dir() / f"{name}.yaml"
-    if not path.exists():
-        known = [p.stem for p in config_dir().glob("*.yaml")]
-        raise unknown_name_error("paper config", name, known, str(config_dir()))
-    return path
+def config_path(name: str, origin: Path | None = None) -> Path:
+    """The YAML of config ``name``: beside its manifest (``origin``) first, then in :func:`config_dir`."""
+    folders = ([origin] if origin is not None else []) + [config_dir()]
+    for folder in folders:
+        path = Path(folder) / f"{name}.yaml"
+        if path.exists():
+            return path
+    known = [p.stem for folder in folders for p in Path(folder).glob("*.yaml")]
+    raise unknown_name_error("paper config", name, known, " or ".join(str(f) for f in folders))

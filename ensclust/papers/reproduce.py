@@ -22,7 +22,7 @@ import pandas as pd
 from ensclust.errors import UserError
 from ensclust.experiment.store import atomic_write_text
 from ensclust.papers.assemble import DEFAULT_TOLERANCE, assemble_table, table_latex, table_markdown
-from ensclust.papers.manifest import PAPERS, Manifest, load_manifest
+from ensclust.papers.manifest import Manifest, available_papers, load_manifest
 
 LARGEST_SHOWN = 12
 DEVIATION = 0.05
@@ -58,7 +58,7 @@ class Counts:
 
 
 def papers_of(name: str) -> list[str]:
-    return list(PAPERS) if str(name).lower() == "all" else [str(name).lower()]
+    return available_papers() if str(name).lower() == "all" else [str(name).lower()]
 
 
 def assemble_paper(manifest: Manifest, results_root="results", write=True, cache: dict | None = None
@@ -100,6 +100,8 @@ def scorecard_markdown(assembled: dict[str, tuple[Manifest, dict]]) -> str:
     total = Counts()
     per_paper = {}
     for paper, (_, frames) in assembled.items():
+        if isinstance(frames, str):
+            continue
         c = Counts()
         for frame in frames.values():
             c.add(frame)
@@ -123,6 +125,9 @@ def scorecard_markdown(assembled: dict[str, tuple[Manifest, dict]]) -> str:
         lines.append(f"| [{paper}](papers/{paper}/README.md) | " + " | ".join(c.row()) + " |")
     lines.append("| **all** | " + " | ".join(total.row()) + " |")
     for paper, (manifest, frames) in assembled.items():
+        if isinstance(frames, str):
+            lines += ["", f"## {manifest.title}", "", f"Not assembled: {frames}"]
+            continue
         lines += ["", f"## {manifest.title}", "", "| table " + head, "|---|---|---|---|---|---|"]
         for spec in manifest.tables:
             c = Counts().add(frames[spec.table])
@@ -146,6 +151,9 @@ def status_totals(assembled: dict[str, tuple[Manifest, dict]]) -> list[str]:
     out = []
     total = Counts()
     for paper, (_, frames) in assembled.items():
+        if isinstance(frames, str):
+            out.append(f"{paper:<6} not assembled: {frames}")
+            continue
         c = Counts()
         for frame in frames.values():
             c.add(frame)
@@ -167,16 +175,20 @@ def assemble_all(papers: list[str], results_root="results", write=True) -> dict[
     assembled, cache = {}, {}
     for paper in papers:
         manifest = load_manifest(paper)
-        assembled[paper] = (manifest, assemble_paper(manifest, results_root, write=write, cache=cache))
+        try:
+            assembled[paper] = (manifest, assemble_paper(manifest, results_root, write=write, cache=cache))
+        except UserError as exc:  # e.g. the paper tables are not on this machine: say so, go on
+            assembled[paper] = (manifest, str(exc))
     return assembled
 
 
-def write_scorecard(results_root="results") -> Path:
-    """Assemble every paper and write ``REPRODUCTION.md`` (the scorecard covers all papers, always)."""
-    assembled = assemble_all(list(PAPERS), results_root, write=True)
+def write_scorecard(results_root="results") -> tuple[Path, dict]:
+    """Assemble every paper and write ``REPRODUCTION.md`` (the scorecard covers all papers, always);
+    returns its path and the assembled papers."""
+    assembled = assemble_all(available_papers(), results_root, write=True)
     path = Path(results_root) / "REPRODUCTION.md"
     atomic_write_text(path, scorecard_markdown(assembled))
-    return path
+    return path, assembled
 
 
 # -- running ---------------------------------------------------------------------------------------------------
@@ -191,8 +203,8 @@ def plan_configs(manifests: list[Manifest], tier: str, table: str | None = None)
     from ensclust.experiment.config import load_config
     from ensclust.papers.manifest import config_path
 
-    names = list(dict.fromkeys(n for m in manifests for n in m.configs(tier, table)))
-    return [PlannedConfig(n, load_config(config_path(n))) for n in names]
+    origin = {n: m.origin for m in manifests for n in m.configs(tier, table)}
+    return [PlannedConfig(n, load_config(config_path(n, origin[n]))) for n in origin]
 
 
 def estimates(plan: list[PlannedConfig], results_root="results"):
@@ -263,7 +275,7 @@ def with_method_configs(manifest: Manifest, spec, tier: str, method: str, params
     label = label or method.rsplit(":", 1)[-1]
     planned = []
     for name in dict.fromkeys(s.config for s in spec.sources if s.in_tier(tier)):
-        path = config_path(name)
+        path = config_path(name, manifest.origin)
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
         data["name"] = f"{name}{WITH_SEPARATOR}{slug(label)}"
         data["methods"] = [{"name": method, "label": label, "params": params}]

@@ -1,0 +1,171 @@
+"""ensclust reproduce: manifests, assembly of a paper table from several experiments, tiers, dry-run
+estimates, the scorecard and a user's method added to a table (--with). A toy paper on built-in data."""
+
+import math
+
+import pandas as pd
+import pytest
+import yaml
+
+from ensclust.papers.manifest import PAPERS, config_dir, load_manifest, parse_manifest
+from ensclust.testing import assert_user_error, invoke_cli
+
+TOY_MANIFEST = """
+paper: toy
+title: Toy paper
+paper_tables: toy
+repetitions: 5
+authors_pools: [Wine]
+tables:
+  - table: table1_ari
+    title: "Table 1: ARI"
+    sources:
+      - {config: toy_a, tier: quick, protocol: "3 runs"}
+      - {config: toy_b}
+causes:
+  - {dataset: Wine, cause: "toy cause on Wine"}
+"""
+
+CONFIG = """name: {name}
+seed: 0
+datasets:
+{datasets}
+pool: {{generator: kmeans, k: c, size: 10}}
+ensemble: {{mode: random, size: 5, repetitions: {reps}, seed: 1}}
+methods:
+{methods}
+metrics: [ari, nmi]
+compare_to: toy/table1_ari.csv
+"""
+
+PAPER = """table,metric,method,dataset,mean,std,bold,param
+table1,ARI,KM,Iris,0.60,0.05,,
+table1,ARI,KM,Wine,0.30,,,
+table1,ARI,EAC,Iris,0.70,0.01,,
+table1,ARI,EAC,Wine,0.40,,,
+table1,ARI,LWEA,Iris,0.50,,,
+table1,ARI,HGPA,Iris,0.30,,,
+table1,ARI,EAC,Moons,0.90,,,
+"""
+
+
+@pytest.fixture
+def toy(tmp_path, monkeypatch):
+    manifests, tables = tmp_path / "manifests", tmp_path / "paper_tables" / "toy"
+    manifests.mkdir()
+    tables.mkdir(parents=True)
+    (manifests / "toy.yaml").write_text(TOY_MANIFEST)
+    (manifests / "toy_a.yaml").write_text(CONFIG.format(
+        name="toy_a", reps=3, datasets="  - {name: iris, label: Iris}\n  - {name: wine, label: Wine}",
+        methods="  - {name: km-avg, label: KM}\n  - {name: eac-al, label: EAC}"))
+    (manifests / "toy_b.yaml").write_text(CONFIG.format(
+        name="toy_b", reps=5, datasets="  - {name: iris, label: Iris}",
+        methods="  - {name: eac-al, label: EAC}\n  - {name: lwea, label: LWEA}"))
+    (tables / "table1_ari.csv").write_text(PAPER)
+    monkeypatch.setenv("ENSCLUST_MANIFESTS", str(manifests))
+    monkeypatch.setenv("ENSCLUST_PAPER_TABLES", str(tmp_path / "paper_tables"))
+    return tmp_path
+
+
+def test_dry_run_lists_the_tier_configs_without_running(toy, capsys):
+    results = toy / "results"
+    code, out, _ = invoke_cli(capsys, "reproduce", "toy", "--tier", "quick", "--dry-run", "--results", str(results))
+    assert code == 0
+    assert "toy_a" in out and "toy_b" not in out
+    assert "total (1 configs)" in out
+    code, out, _ = invoke_cli(capsys, "reproduce", "toy", "--dry-run", "--results", str(results))
+    row = next(line for line in out.splitlines() if line.startswith("toy_b"))
+    assert row.split()[1:4] == ["10", "0", "10"]  # planned, finished, pending: 2 methods x 5 repetitions
+    assert not results.exists()  # nothing ran
+
+
+def test_reproduce_assembles_the_table_with_provenance(toy, capsys):
+    results = toy / "results"
+    code, out, err = invoke_cli(capsys, "reproduce", "toy", "--results", str(results), "--quiet")
+    assert code == 0, err
+    frame = pd.read_csv(results / "papers" / "toy" / "table1_ari.csv", keep_default_na=False)
+    cell = {(r.method, r.dataset): r for r in frame.itertuples(index=False)}
+    eac = cell[("EAC", "Iris")]
+    assert eac.source == "toy_a" and eac.also.startswith("toy_b (")  # the preference decides, visibly
+    assert set(eac.marks.split()) == {"r3", "t"}  # 3 of the paper's 5 repetitions; trimmed protocol
+    assert cell[("LWEA", "Iris")].source == "toy_b" and cell[("LWEA", "Iris")].marks == ""
+    assert "p" in cell[("EAC", "Wine")].marks.split()  # generated pool where the authors' exists
+    assert cell[("KM", "Iris")].marks == "t"  # a pool statistic: no repetition mark
+    assert cell[("HGPA", "Iris")].status == "missing" and "method not in config" in cell[("HGPA", "Iris")].reason
+    assert cell[("EAC", "Moons")].reason == "no contributing config covers this data set"
+    for r in frame[frame["status"] == "compared"].itertuples(index=False):
+        tolerance = 0.05 if (r.method, r.dataset) == ("KM", "Iris") else 0.01 if r.method == "EAC" and \
+            r.dataset == "Iris" else 0.02
+        assert float(r.tolerance) == pytest.approx(tolerance)
+        assert r.within == ("yes" if float(r.abs_diff) <= tolerance else "no")
+        if r.within == "no" and r.dataset == "Wine":
+            assert r.cause == "toy cause on Wine"
+    md = (results / "papers" / "toy" / "table1_ari.md").read_text()
+    assert "| Method | Iris | Wine | Moons |" in md  # the paper's columns, in its order
+    assert "(0.7000)" in md and "<sup>" in md and "trimmed protocol: 3 runs" in md
+    assert "\\begin{tabular}" in (results / "papers" / "toy" / "table1_ari.tex").read_text()
+    card = (results / "REPRODUCTION.md").read_text()
+    assert "| [toy](papers/toy/README.md) | 7 |" in card
+    code, out, _ = invoke_cli(capsys, "reproduce", "--status", "--results", str(results))
+    assert code == 0 and any(line.startswith("toy") and "7 result cells" in line for line in out.splitlines())
+
+
+def test_reproduce_is_deterministic(toy, capsys):
+    outputs = []
+    for name in ("r1", "r2"):
+        invoke_cli(capsys, "reproduce", "toy", "--results", str(toy / name), "--quiet")
+        outputs.append({p.name: p.read_bytes() for p in (toy / name / "papers" / "toy").iterdir()})
+        outputs[-1]["cells_a"] = (toy / name / "toy_a" / "cells.csv").read_bytes()
+    assert outputs[0] == outputs[1]
+
+
+def test_with_adds_a_users_method_under_the_tables_protocol(toy, capsys):
+    results = toy / "results"
+    invoke_cli(capsys, "reproduce", "toy", "--results", str(results), "--quiet")
+    code, out, err = invoke_cli(capsys, "reproduce", "toy", "--table", "1", "--with", "eac-sl", "--label", "Mine",
+                                "--results", str(results), "--quiet")
+    assert code == 0, err
+    frame = pd.read_csv(results / "papers" / "toy" / "table1_ari--with-Mine.csv", keep_default_na=False)
+    mine = frame[frame["method"] == "Mine (yours)"]
+    assert list(mine["dataset"]) == ["Iris", "Wine", "Moons"]
+    iris = mine[mine["dataset"] == "Iris"].iloc[0]
+    assert iris["source"] == "toy_a--with-Mine" and int(iris["ours_n"]) == 3  # toy_a's 3 repetitions
+    assert not math.isnan(float(iris["ours_mean"]))
+    assert mine[mine["dataset"] == "Moons"].iloc[0]["status"] == "missing"
+    # the base rows are the assembled table's, unchanged
+    base = (results / "papers" / "toy" / "table1_ari.csv").read_text().splitlines()
+    assert (results / "papers" / "toy" / "table1_ari--with-Mine.csv").read_text().splitlines()[: len(base)] == base
+    assert "Mine (yours)" in (results / "papers" / "toy" / "table1_ari--with-Mine.md").read_text()
+
+
+def test_bad_input_is_one_line(toy, capsys):
+    assert_user_error(invoke_cli(capsys, "reproduce", "tyo", "--dry-run"), "unknown paper 'tyo'", "did you mean 'toy'")
+    assert_user_error(invoke_cli(capsys, "reproduce", "toy", "--table", "9", "--dry-run"), "unknown table")
+    assert_user_error(invoke_cli(capsys, "reproduce", "toy", "--with", "lwea"), "--with needs --table")
+    assert_user_error(invoke_cli(capsys, "reproduce", "toy", "--table", "1", "--with", "nosuch", "--dry-run"),
+                      "unknown method 'nosuch'")
+    assert_user_error(invoke_cli(capsys, "reproduce"), "missing PAPER")
+
+
+def test_manifest_validation_names_the_entry():
+    with pytest.raises(Exception, match="tables\\[0\\].sources\\[0\\].*unknown key 'tierr'"):
+        parse_manifest({"paper": "x", "title": "x", "tables": [{"table": "t", "sources": [
+            {"config": "c", "tierr": "quick"}]}]}, "m.yaml")
+
+
+@pytest.mark.parametrize("paper", PAPERS)
+def test_builtin_manifests_cover_every_config_that_compares(paper):
+    """Every source config exists under its own name, and every config comparing with one of the paper's
+    tables is a source of that table (no result folder left out of the assembled tables)."""
+    manifest = load_manifest(paper)
+    for spec in manifest.tables:
+        for source in spec.sources:
+            data = yaml.safe_load((config_dir() / f"{source.config}.yaml").read_text())
+            assert data["name"] == source.config
+    for path in sorted(config_dir().glob("*.yaml")):
+        targets = yaml.safe_load(path.read_text()).get("compare_to") or []
+        for target in [targets] if isinstance(targets, str) else targets:
+            folder, stem = target.split("/")[0], target.split("/")[-1].removesuffix(".csv")
+            if folder != manifest.paper_tables:
+                continue
+            assert path.stem in [s.config for s in manifest.table(stem).sources], (path.stem, stem)
