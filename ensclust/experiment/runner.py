@@ -2,7 +2,7 @@
 (serially, with joblib/loky processes, or on a Dask cluster), and stores every finished cell atomically.
 
 Per cell we record the labels' sha256 (of the int32 label vector), every metric, the wall time of the fit,
-the peak memory of the fit (``memory=``: ``rss`` (default on Linux) = rise of the process's peak resident set
+the CPU time of the fit (``cpu_s``, this process's, all threads), the peak memory of the fit (``memory=``: ``rss`` (default on Linux) = rise of the process's peak resident set
 during the fit, read from /proc after resetting the peak - counts C libraries too and costs nothing;
 ``tracemalloc`` = peak of Python and NumPy allocations, slows allocation-heavy fits up to ~2.5x;
 ``off``; ``mem_method`` says which; it is left empty when another cell measures in the same process at the
@@ -190,7 +190,7 @@ def run_cell(ctx: DatasetContext, cell: dict) -> dict:
                                    "fingerprint")}
     record.update(status="ok", error=None, labels_sha256=None, n=int(ctx.members.shape[0]), m=None,
                   n_clusters=ctx.n_clusters, n_clusters_found=None, n_iter=None, converged=None,
-                  metrics={}, metric_std={}, time_s=None, peak_mem_mb=None, mem_method=None)
+                  metrics={}, metric_std={}, time_s=None, cpu_s=None, peak_mem_mb=None, mem_method=None)
     rep = cell["rep"]
     members = ctx.members if rep < 0 else ctx.members[:, ctx.draws[rep]]
     record["m"] = int(members.shape[1])
@@ -215,9 +215,12 @@ def run_cell(ctx: DatasetContext, cell: dict) -> dict:
         method = get_method(name, **params)
         X = ctx.X if cls.needs_features else None
         probe.start()
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         labels = method.fit_predict(members, ctx.n_clusters, X=X, random_state=cell["seed"])
         record["time_s"] = time.perf_counter() - start
+        # CPU seconds of this process during the fit (all its threads: BLAS included); on a shared machine
+        # the wall time above also counts the time other jobs held the cores
+        record["cpu_s"] = time.process_time() - cpu_start
         record["peak_mem_mb"], record["mem_method"] = probe.stop()
         diag = dict(method.diagnostics_ or {})
         record["n_clusters_found"] = _json_safe(diag.get("n_clusters_found", int(np.unique(labels).size)))

@@ -8,7 +8,7 @@ Layout::
                       deterministic: same config + seed -> byte-identical file (no timings in it);
                       rebuilt from cells/*.json by ``ensclust report`` / ``compare`` when missing or older
                       than the newest cell file (a run killed with SIGKILL never wrote it)
-    timing.csv        wall time and peak memory per cell (not deterministic, hence a separate file)
+    timing.csv        wall time, CPU time and peak memory per cell (not deterministic, hence a separate file)
     table_<metric>.csv / tables.md / tables.tex   the reports
 
 Every file is written to a temporary name in the same folder and moved into place with ``os.replace``,
@@ -32,7 +32,7 @@ from ensclust.experiment.plan import plan_cells
 
 CELL_COLUMNS = ["dataset", "method", "method_name", "point", "params", "rep", "seed", "status",
                 "labels_sha256", "n", "m", "n_clusters", "n_clusters_found", "n_iter", "converged"]
-TIMING_COLUMNS = ["dataset", "method", "point", "rep", "time_s", "peak_mem_mb", "mem_method"]
+TIMING_COLUMNS = ["dataset", "method", "point", "rep", "time_s", "cpu_s", "peak_mem_mb", "mem_method"]
 
 
 def atomic_write_text(path, text: str) -> None:
@@ -171,6 +171,7 @@ class ResultStore:
             record["error"] = row.get("error") or None
             record["fingerprint"] = fingerprint
             record["time_s"] = _parse_scalar(t.get("time_s", ""))
+            record["cpu_s"] = _parse_scalar(t.get("cpu_s", ""))  # absent in files written before it existed
             record["peak_mem_mb"] = _parse_scalar(t.get("peak_mem_mb", ""))
             record["mem_method"] = t.get("mem_method") or None
             records[cell_filename(key[0], key[1], key[2], key[3])] = record

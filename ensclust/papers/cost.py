@@ -11,8 +11,9 @@ A pending cell's CPU time is estimated, in this order, from
    three distinct n the exponent of n is fixed at 2 and of m at 1 (the co-association cost);
 4. ``unknown``: no fit of the method was ever timed (counted apart, never as zero).
 
-The recorded times are the wall times of single-threaded fits on this 2-core machine, i.e. about their CPU
-time; they were measured under varying load, so treat the totals as +- 50 %.
+The recorded times are CPU seconds (``cpu_s`` of timing.csv) where recorded, else the wall seconds of the
+fit (older runs; single-threaded fits on a shared 2-core machine, so wall time exceeds CPU time when the
+machine was loaded): treat the totals as +- 50 %.
 """
 
 from __future__ import annotations
@@ -61,12 +62,15 @@ def _recorded_rows(results_root: Path) -> pd.DataFrame:
         try:
             cells = pd.read_csv(cells_path, usecols=["dataset", "method", "method_name", "params", "rep", "n", "m",
                                                      "status"], dtype={"params": str})
-            timing = pd.read_csv(timing_path, usecols=["dataset", "method", "rep", "time_s"])
+            timing = pd.read_csv(timing_path)
         except (ValueError, pd.errors.ParserError, OSError):
             continue  # an unreadable folder contributes nothing to the estimates
         if len(cells) != len(timing) or not (cells["method"].values == timing["method"].values).all():
             continue
-        frame = cells.assign(time_s=timing["time_s"].values, config=timing_path.parent.name)
+        # CPU seconds where recorded (fits since cpu_s exists), else wall seconds (about CPU for the
+        # single-threaded fits, more under load)
+        seconds = timing["cpu_s"].fillna(timing["time_s"]) if "cpu_s" in timing else timing["time_s"]
+        frame = cells.assign(time_s=seconds.values, config=timing_path.parent.name)
         frames.append(frame[(frame["status"] == "ok") & (frame["rep"] >= 0) & frame["time_s"].notna()])
     columns = ["config", "dataset", "method", "method_name", "params", "n", "m", "time_s"]
     return pd.concat(frames, ignore_index=True)[columns] if frames else pd.DataFrame(columns=columns)
