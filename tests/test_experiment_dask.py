@@ -39,9 +39,9 @@ def test_dask_local_cluster_same_results(tmp_path):
 
 def test_dask_unreachable_scheduler_is_a_user_error(tmp_path, monkeypatch):
     from ensclust.errors import UserError
-    from ensclust.experiment import runner
+    from ensclust.experiment import executors
 
-    monkeypatch.setattr(runner, "DASK_CONNECT_TIMEOUT", "1s")
+    monkeypatch.setattr(executors, "DASK_CONNECT_TIMEOUT", "1s")
 
     cfg = load_config_text(CONFIG, "d.yaml")
     with pytest.raises(UserError, match="cannot connect to the Dask scheduler"):
