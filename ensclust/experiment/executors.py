@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Iterator
+from concurrent.futures import CancelledError
 from dataclasses import dataclass, field
 
 from ensclust.errors import UserError
@@ -176,15 +177,22 @@ class _DaskRun:
             raise UserError(f"{what} {self.where} for {DASK_NO_WORKER_TIMEOUT:g} s; {self._stop_note()}")
 
     def _stop_note(self) -> str:
-        left = len(self.in_flight) + len(self.not_computed)
-        return (f"{self.n_finished} cell(s) finished here and are stored, {left} submitted cell(s) not computed "
-                "(rerun the same command to compute the rest)")
+        return (f"the {self.n_finished} cell(s) finished by then are stored; rerun the same command to compute "
+                "the rest")
 
     # -- submission -----------------------------------------------------------------------------------
     def _scattered(self, label: str):
         entry = self.datasets[label]
-        if entry.future is None or entry.future.status != "finished":
-            entry.future = self.client.scatter(entry.ctx, broadcast=False, hash=False)
+        while entry.future is None or entry.future.status != "finished":
+            # scatter needs a worker: wait for one (bounded by DASK_NO_WORKER_TIMEOUT)
+            if self._cluster_threads(max_age=0.5) > 0:
+                try:
+                    entry.future = self.client.scatter(entry.ctx, broadcast=False, hash=False)
+                    break
+                except TimeoutError:  # the workers left meanwhile
+                    self._threads_checked = float("-inf")
+            self._check_alive()
+            time.sleep(0.2)
         return entry.future
 
     def _submit(self, sub: _Submitted) -> None:
@@ -245,8 +253,11 @@ class _DaskRun:
                     if result is not None:
                         yield result
         finally:
-            if self.in_flight:
-                self.client.cancel(list(self.in_flight))
+            if self.in_flight and self.client.status == "running":
+                try:  # Ctrl-C or an error: do not leave this run's cells queued on the cluster
+                    self.client.cancel(list(self.in_flight))
+                except Exception:  # noqa: BLE001 - the client is closed next anyway
+                    pass
         if self.not_computed:
             sub, reason = self.not_computed[0]
             cell = sub.cell
@@ -259,9 +270,11 @@ class _DaskRun:
         status = future.status
         if status == "finished":
             try:
-                record = future.result()
-            except Exception as exc:  # the result was lost with its worker before we fetched it
-                return self._retry(sub, f"result lost: {type(exc).__name__}: {exc}")
+                record = future.result(timeout=DASK_NO_WORKER_TIMEOUT)
+            except TimeoutError:  # its result was lost with a worker and is being computed again
+                return self._wait_again(future, sub)
+            except CancelledError:  # ... or forgotten with its dataset context: compute it again
+                return self._retry(sub, "its result was lost with a worker")
             self.n_finished += 1
             self._close_cell(sub)
             return sub.index, record
@@ -270,13 +283,17 @@ class _DaskRun:
                 raise UserError(f"lost the connection to the Dask scheduler at {self.where}; {self._stop_note()}")
             # the dataset context was lost with the only worker holding it: scatter it again, resubmit
             return self._retry(sub, "its dataset context was lost with a worker")
-        try:
-            exc = future.exception()
-        except Exception as err:  # pragma: no cover - defensive
-            exc = err
+        if status != "error":  # "lost" / "pending": its result was lost with a worker, Dask recomputes it
+            return self._wait_again(future, sub)
+        exc = future.exception()
         text = f"{type(exc).__name__}: {exc}".replace("\n", " ")[:300]
         self.not_computed.append((sub, text))
         self._close_cell(sub)
+        return None
+
+    def _wait_again(self, future, sub: _Submitted):
+        self.in_flight[future] = sub
+        self.done.add(future)
         return None
 
     def _retry(self, sub: _Submitted, reason: str):
