@@ -273,22 +273,25 @@ class Cluster:
             return sum(client.run(lambda dask_worker: dask_worker.state.executed_count).values())
 
     def close(self):
+        """SIGTERM to every process group started here, SIGKILL to what is left after a short grace."""
         for proc in reversed(self.procs):
-            if proc.poll() is None:
-                try:
-                    os.killpg(proc.pid, signal.SIGTERM)
-                except ProcessLookupError:
-                    pass
+            self._signal(proc, signal.SIGTERM)
+        deadline = time.monotonic() + 3
         for proc in reversed(self.procs):
             try:
-                proc.wait(timeout=10)
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+                self._signal(proc, signal.SIGKILL)
                 proc.wait(timeout=10)
             proc.log.close()
+
+    @staticmethod
+    def _signal(proc, sig):
+        if proc.poll() is None:
+            try:
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                pass
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Iterator
 from concurrent.futures import CancelledError
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ensclust.errors import UserError
 
@@ -97,7 +97,6 @@ class _Submitted:
     cell: dict
     label: str
     attempt: int = 0
-    errors: list = field(default_factory=list)
 
 
 class DaskExecutor(Executor):
@@ -297,7 +296,6 @@ class _DaskRun:
         return None
 
     def _retry(self, sub: _Submitted, reason: str):
-        sub.errors.append(reason)
         if sub.attempt >= DASK_RESUBMITS:
             self.not_computed.append((sub, reason))
             self._close_cell(sub)
