@@ -8,7 +8,7 @@ import click
 
 from ensclust.errors import UserError
 
-EXECUTORS = ("local", "dask")
+EXECUTORS = ("local", "dask")  # = ensclust.experiment.executors.EXECUTORS (not imported: keeps startup fast)
 
 
 def parse_formats(text: str | None):
@@ -54,10 +54,10 @@ def execution_options(func):
 
 
 def check_execution(jobs, executor, scheduler):
-    if jobs < 1:
-        raise UserError(f"--jobs must be >= 1, got {jobs}")
-    if scheduler and executor != "dask":
-        raise UserError("--scheduler needs --executor dask")
+    """Reject inconsistent --jobs / --executor / --scheduler before any work starts."""
+    from ensclust.experiment.executors import make_executor
+
+    make_executor(executor, jobs, scheduler)
 
 
 def _terminate_like_ctrl_c() -> None:

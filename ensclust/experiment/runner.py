@@ -1,5 +1,6 @@
 """The cell runner: plans dataset x method x parameter point x repetition cells, runs the missing ones
-(serially, with joblib/loky processes, or on a Dask cluster), and stores every finished cell atomically.
+(serially, with joblib/loky processes, or on a Dask cluster: ``ensclust.experiment.executors``), and stores
+every finished cell atomically.
 
 Per cell we record the labels' sha256 (of the int32 label vector), every metric, the wall time of the fit,
 the CPU time of the fit (``cpu_s``, this process's, all threads), the peak memory of the fit (``memory=``: ``rss`` (default on Linux) = rise of the process's peak resident set
@@ -27,6 +28,7 @@ import sys
 import threading
 import time
 import tracemalloc
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,12 +36,12 @@ import numpy as np
 
 from ensclust.errors import UserError
 from ensclust.experiment.config import ExperimentConfig
+from ensclust.experiment.executors import make_executor
 from ensclust.experiment.plan import plan_cells  # noqa: F401  (re-exported: callers import it from here)
 from ensclust.experiment.store import ResultStore
 
 MEM_METHOD = "tracemalloc-peak"
 MEMORY_MODES = ("rss", "tracemalloc", "off")
-DASK_CONNECT_TIMEOUT = "10s"
 
 
 # -- data preparation (main process) --------------------------------------------------------------------
@@ -241,11 +243,6 @@ def run_cell(ctx: DatasetContext, cell: dict) -> dict:
     return record
 
 
-def _run_task(task):
-    ctx, cell = task
-    return run_cell(ctx, cell)
-
-
 # -- orchestration -------------------------------------------------------------------------------------------
 def run_experiment(config: ExperimentConfig, *, results_root="results", jobs: int = 1, executor: str = "local",
                    scheduler: str | None = None, force: bool = False, retry_failed: bool = False,
@@ -258,7 +255,9 @@ def run_experiment(config: ExperimentConfig, *, results_root="results", jobs: in
     ``cell_filter(cell) -> bool`` restricts which cells are computed (finished cells outside the filter
     still appear in cells.csv and the tables). ``dry_run`` only prints what would run (a callable is
     used instead of ``print``). ``memory`` is how each fit's peak memory is measured (module docstring;
-    default ``rss`` where Linux supports it, else ``off``).
+    default ``rss`` where Linux supports it, else ``off``). ``executor`` / ``jobs`` / ``scheduler`` choose
+    how cells run (:func:`ensclust.experiment.executors.make_executor`); datasets are prepared here and
+    every record is stored here, whichever executor computed it.
     """
     from tqdm import tqdm
 
@@ -271,6 +270,7 @@ def run_experiment(config: ExperimentConfig, *, results_root="results", jobs: in
         memory = "rss" if rss_ok else "off"
     if memory == "rss" and not rss_ok:
         raise UserError("--memory rss needs Linux's /proc/self/clear_refs; use --memory tracemalloc or off")
+    cell_executor = make_executor(executor, jobs, scheduler)
     root = Path(results_root) / config.name
     store = ResultStore(root)
     cache_dir = cache_dir or str(Path(results_root) / "cache" / "pools")
@@ -333,26 +333,10 @@ def run_experiment(config: ExperimentConfig, *, results_root="results", jobs: in
         bar.update(1)
 
     try:
-        if not pending:
-            pass
-        elif executor == "dask":
-            _run_dask(tasks(), finish, scheduler, jobs)
-        elif jobs == 1:
-            for i, ctx, cell in tasks():
-                finish(i, run_cell(ctx, cell))
-        else:
-            from joblib import Parallel, delayed
-
-            index_of = {}
-
-            def jobs_iter():
-                for i, ctx, cell in tasks():
-                    index_of[(cell["dataset"], cell["method"], cell["params"], cell["rep"])] = i
-                    yield delayed(_run_task)((ctx, cell))
-
-            parallel = Parallel(n_jobs=jobs, backend="loky", return_as="generator_unordered")
-            for record in parallel(jobs_iter()):
-                finish(index_of[(record["dataset"], record["method"], record["params"], record["rep"])], record)
+        if pending:
+            with closing(cell_executor.map_unordered(tasks())) as finished:
+                for i, record in finished:
+                    finish(i, record)
     finally:
         bar.close()
         # Cells this run did not compute may have been finished meanwhile by another run of the same
@@ -367,37 +351,6 @@ def run_experiment(config: ExperimentConfig, *, results_root="results", jobs: in
 
         _write(root, config=config, quiet=quiet)
     return root
-
-
-def _run_dask(task_iter, finish, scheduler, jobs):
-    try:
-        from distributed import Client, as_completed
-    except ImportError:
-        raise UserError("the Dask executor needs 'dask[distributed]' (pip install 'ensclust[dask]')") from None
-    if scheduler:
-        try:
-            client = Client(scheduler, timeout=DASK_CONNECT_TIMEOUT)
-        except OSError as exc:
-            raise UserError(f"cannot connect to the Dask scheduler at {scheduler}: {exc}") from None
-        own = True
-    else:
-        client = Client(n_workers=max(1, jobs), threads_per_worker=1, processes=True)
-        own = True
-    try:
-        scattered: dict[str, object] = {}
-        futures = {}
-        for i, ctx, cell in task_iter:
-            if ctx.label not in scattered:
-                scattered.clear()
-                scattered[ctx.label] = client.scatter(ctx, broadcast=False, hash=False)
-            fut = client.submit(run_cell, scattered[ctx.label], cell, pure=False,
-                                key=f"ensclust-{cell['fingerprint']}-{i}")
-            futures[fut] = i
-        for fut in as_completed(list(futures)):
-            finish(futures[fut], fut.result())
-    finally:
-        if own:
-            client.close()
 
 
 def _dry_run_report(config: ExperimentConfig, planned: list, pending: list, echo=print) -> Path:
