@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 ENSCLUST_DATA ?= $(abspath ../shared/datasets)
 export ENSCLUST_DATA
 
-.PHONY: install demo test test-all bench reproduce-all lint clean
+.PHONY: install demo test test-all bench reproduce-all reproduce-quick lint clean
 
 install: $(VENV)/.installed
 
@@ -28,12 +28,15 @@ test-all: install
 bench: install
 	$(BIN)/ensclust bench --out results/bench
 
+# Every paper table (resumes from the committed results; see `ensclust reproduce all --tier full --dry-run`).
 reproduce-all: install
-	@for cfg in configs/paper/*.yaml; do \
-		echo "== $$cfg"; $(BIN)/ensclust run $$cfg --quiet || exit $$?; \
-	done
+	$(BIN)/ensclust reproduce all --tier full --quiet
 	$(BIN)/ensclust figure ensemble-size configs/figures/awec_fig5_ensemble_size.yaml --sizes 10,20,30,40,50 --quiet
 	$(BIN)/ensclust figure rcec-synthetic --quiet
+
+# At least one table per paper computed from scratch into results/quick/, checked against the committed results.
+reproduce-quick: install
+	$(BIN)/ensclust reproduce all --tier quick --results results/quick --check-against results --quiet
 
 lint: install
 	$(BIN)/ruff check ensclust tests

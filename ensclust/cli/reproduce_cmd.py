@@ -25,9 +25,11 @@ from ensclust.errors import UserError
 @click.option("--results", "results_root", default="results", show_default=True, metavar="DIR",
               help="results root: experiments in DIR/<config>/, tables in DIR/papers/, scorecard DIR/REPRODUCTION.md")
 @click.option("--data-dir", default=None, metavar="DIR", help="datasets folder (default: $ENSCLUST_DATA, ./datasets, ../shared/datasets)")
+@click.option("--check-against", "reference_root", default=None, metavar="DIR",
+              help="after the run, compare each config's cells.csv with DIR/<config>/cells.csv (exit 1 if any differs)")
 @click.option("--quiet", "-q", is_flag=True, help="no progress bars")
 def reproduce_command(paper, table, tier, dry_run, status, assemble_only, with_method, with_params, with_label, jobs,
-                      executor, scheduler, results_root, data_dir, quiet):
+                      executor, scheduler, results_root, data_dir, reference_root, quiet):
     """Reproduce PAPER (acmk, awec, eccms, rcec, spce or all): run the configs of its tables, then write each
     table as the paper prints it (results/papers/PAPER/) and the scorecard (results/REPRODUCTION.md).
 
@@ -37,6 +39,7 @@ def reproduce_command(paper, table, tier, dry_run, status, assemble_only, with_m
     \b
     Examples:
       ensclust reproduce all --tier quick --dry-run
+      ensclust reproduce all --tier quick --results results/quick --check-against results
       ensclust reproduce eccms --table 7 --tier quick
       ensclust reproduce awec --table 6 --with my_method.py:MyMethod --param alpha=0.5
       ensclust reproduce --status
@@ -80,6 +83,12 @@ def reproduce_command(paper, table, tier, dry_run, status, assemble_only, with_m
     for line in rp.status_totals(assembled):
         click.echo(line)
     click.echo(f"wrote {results_root}/papers/ and {card}")
+    if reference_root:
+        lines, same = rp.check_against(plan, results_root, reference_root)
+        for line in lines:
+            click.echo(line)
+        if not same:
+            raise SystemExit(1)
 
 
 def _parse_params(items) -> dict:

@@ -354,3 +354,23 @@ def write_with_table(manifest: Manifest, spec, plan: list[PlannedConfig], result
     path = root / f"{spec.table}{WITH_SEPARATOR}{stem}.md"
     atomic_write_text(path, table_markdown(manifest, spec, frame))
     return path
+
+
+def check_against(plan: list[PlannedConfig], results_root, reference_root) -> tuple[list[str], bool]:
+    """Compare each config's cells.csv with the one under ``reference_root`` (e.g. the committed results):
+    (one line per config, whether all that have a reference are byte-identical)."""
+    lines, same = [], True
+    for p in plan:
+        ours, ref = Path(results_root) / p.name / "cells.csv", Path(reference_root) / p.name / "cells.csv"
+        if not ref.exists() or not ours.exists():
+            lines.append(f"{p.name}: {'no reference' if not ref.exists() else 'not run'}")
+            continue
+        a, b = ours.read_bytes(), ref.read_bytes()
+        if a == b:
+            lines.append(f"{p.name}: cells.csv identical to {ref}")
+            continue
+        same = False
+        rows_a, rows_b = a.decode().splitlines(), set(b.decode().splitlines())
+        differing = sum(1 for row in rows_a[1:] if row not in rows_b)
+        lines.append(f"{p.name}: cells.csv DIFFERS from {ref} ({differing} of {len(rows_a) - 1} rows not in it)")
+    return lines, same
