@@ -169,3 +169,51 @@ def test_builtin_manifests_cover_every_config_that_compares(paper):
             if folder != manifest.paper_tables:
                 continue
             assert path.stem in [s.config for s in manifest.table(stem).sources], (path.stem, stem)
+
+
+OFFSET_MANIFEST = """
+paper: toyoff
+title: Toy paper with offsets
+paper_tables: toyoff
+repetitions: 3
+tables:
+  - table: table1_offsets
+    title: "Table 1: offsets"
+    offsets: {marker: "offset vs default", reference: "absolute value at default"}
+    sources:
+      - {config: toyoff_a}
+"""
+
+OFFSET_PAPER = """table,metric,method,dataset,mean,std,bold,param
+table1,ARI,LW,Iris,0.5,,,theta=0.4;absolute value at default
+table1,ARI,LW,Iris,+0.01,,,theta=0.2;offset vs default
+table1,ARI,LW,Iris,-0.02,,,theta=0.8;offset vs default
+table1,ARI,LW,Iris,0.5,,,theta=0.4;again;absolute value at default
+"""
+
+
+def test_offset_cells_are_our_offsets_from_the_reference(tmp_path, monkeypatch, capsys):
+    manifests, tables = tmp_path / "m", tmp_path / "t" / "toyoff"
+    manifests.mkdir()
+    tables.mkdir(parents=True)
+    (manifests / "toyoff.yaml").write_text(OFFSET_MANIFEST)
+    (manifests / "toyoff_a.yaml").write_text(CONFIG.replace("compare_to: toy/table1_ari.csv",
+                                                            "compare_to: toyoff/table1_offsets.csv").format(
+        name="toyoff_a", reps=3, datasets="  - {name: iris, label: Iris}",
+        methods='  - {name: lwea, label: LW, params: {theta: 0.4},'
+                ' paper_param: "theta=0.4;absolute value at default"}\n'
+                "  - {name: lwea, label: LWT, grid: {theta: [0.2, 0.8]}, tuning: each}"))
+    (tables / "table1_offsets.csv").write_text(OFFSET_PAPER)
+    monkeypatch.setenv("ENSCLUST_MANIFESTS", str(manifests))
+    monkeypatch.setenv("ENSCLUST_PAPER_TABLES", str(tmp_path / "t"))
+    code, _, err = invoke_cli(capsys, "reproduce", "toyoff", "--results", str(tmp_path / "r"), "--quiet")
+    assert code == 0, err
+    frame = pd.read_csv(tmp_path / "r" / "papers" / "toyoff" / "table1_offsets.csv", keep_default_na=False)
+    tables_csv = pd.read_csv(tmp_path / "r" / "toyoff_a" / "table_ari.csv")
+    mean = dict(zip(tables_csv["method"], tables_csv["mean"], strict=True))
+    assert list(frame["status"]) == ["compared"] * 4
+    assert frame["ours_mean"][0] == pytest.approx(mean["LW"])
+    assert frame["ours_mean"][1] == pytest.approx(mean["LWT [theta=0.2]"] - mean["LW"])
+    assert frame["ours_mean"][2] == pytest.approx(mean["LWT [theta=0.8]"] - mean["LW"])
+    assert frame["ours_mean"][3] == pytest.approx(mean["LW"])  # a repeated reference cell
+    assert frame["diff"][1] == pytest.approx(frame["ours_mean"][1] - 0.01)

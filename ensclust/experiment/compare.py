@@ -65,7 +65,8 @@ def resolve_paper_csv(path: str) -> Path:
                     f"{base or '../shared/paper_tables'}; set ENSCLUST_PAPER_TABLES)")
 
 
-def _number(text) -> float:
+def paper_number(text) -> float:
+    """A paper cell's text as a float (NaN when empty or not a number; "+0.001" and "1,234" are read)."""
     if text is None:
         return math.nan
     s = str(text).strip().replace(",", "")
@@ -130,7 +131,7 @@ def compare(config: ExperimentConfig, cells: pd.DataFrame, paper: pd.DataFrame,
     out = []
     for _, p in paper.iterrows():
         base = {"table": p["table"], "metric": p["metric"], "method": p["method"], "dataset": p["dataset"],
-                "param": p["param"], "paper_mean": _number(p["mean"]), "paper_std": _number(p["std"]),
+                "param": p["param"], "paper_mean": paper_number(p["mean"]), "paper_std": paper_number(p["std"]),
                 "ours_label": "", "ours_dataset": "", "ours_mean": math.nan, "ours_std": math.nan, "ours_n": 0, "diff": math.nan,
                 "abs_diff": math.nan, "within_paper_std": "", "policy": "", "params": "", "status": "missing",
                 "reason": "", "note": ""}

@@ -25,7 +25,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from ensclust.experiment.compare import compare, read_paper_csv, resolve_paper_csv
+from ensclust.experiment.compare import (
+    METRIC_ALIASES,
+    compare,
+    paper_number,
+    read_paper_csv,
+    resolve_paper_csv,
+)
 from ensclust.experiment.report import DAGGER, METRIC_NAMES, build_tables, latex_escape
 from ensclust.experiment.store import ResultStore
 from ensclust.papers.manifest import Manifest, Source, TableSpec
@@ -41,7 +47,7 @@ MARKS = {
 }
 COLUMNS = ["table", "metric", "method", "dataset", "param", "paper_mean", "paper_std", "ours_mean", "ours_std",
            "ours_n", "diff", "abs_diff", "tolerance", "within", "status", "marks", "worse", "source", "also",
-           "ours_label", "policy", "params", "reason", "cause"]
+           "ours_label", "ours_dataset", "policy", "params", "reason", "cause"]
 
 
 @dataclass
@@ -111,8 +117,6 @@ def _marks(run: _SourceRun, row, manifest: Manifest, paper_dataset: str) -> list
 
 def _worse(run: _SourceRun, row) -> bool:
     metric_tables = {t.metric: t for t in run.tables}
-    from ensclust.experiment.compare import METRIC_ALIASES
-
     table = metric_tables.get(METRIC_ALIASES.get(str(row["metric"]).strip().lower(), ""))
     cell = table.cells.get((row["ours_label"], row["ours_dataset"])) if table is not None else None
     return bool(cell is not None and cell.worse)
@@ -155,6 +159,7 @@ def assemble_table(manifest: Manifest, spec: TableSpec, results_root="results", 
             tolerance = row["paper_std"] if not math.isnan(row["paper_std"]) else DEFAULT_TOLERANCE
             rec.update(paper_mean=row["paper_mean"], paper_std=row["paper_std"], ours_mean=row["ours_mean"],
                        ours_std=row["ours_std"], ours_n=int(row["ours_n"]), ours_label=row["ours_label"],
+                       ours_dataset=row["ours_dataset"],
                        policy=row["policy"], params=row["params"], source=run.source.config,
                        marks=" ".join(_marks(run, row, manifest, p.dataset)), worse=_worse(run, row),
                        also="; ".join(f"{r.source.config} ({rr['ours_mean']:.4f})" for r, rr in hits[1:]))
@@ -162,7 +167,7 @@ def assemble_table(manifest: Manifest, spec: TableSpec, results_root="results", 
                 rec.update(status="ours only", reason="the paper prints no number for this cell")
             elif substitute:
                 rec.update(status="substitute", reason=f"substitute data set {run.source.substitute[p.dataset]}")
-            elif row["metric"] in TIME_METRICS or str(row["metric"]).lower() in ("time_s", "time", "runtime"):
+            elif METRIC_ALIASES.get(str(row["metric"]).lower()) in TIME_METRICS:
                 rec.update(status="timed", diff=row["ours_mean"] / row["paper_mean"])
             else:
                 rec.update(status="compared", diff=row["diff"], abs_diff=row["abs_diff"], tolerance=tolerance,
@@ -179,10 +184,11 @@ def assemble_table(manifest: Manifest, spec: TableSpec, results_root="results", 
                 rec["reason"] = "no contributing config has results"
             if not_run and rec["reason"].startswith("no contributing config"):
                 rec["reason"] += f" (not run yet: {', '.join(not_run)})"
-            paper_mean = pd.to_numeric(p.mean, errors="coerce")
-            if isinstance(paper_mean, float) and not math.isnan(paper_mean):
-                rec["paper_mean"] = paper_mean / 100 if paper_mean > 1.5 and p.metric not in TIME_METRICS \
-                    else paper_mean
+            paper_mean, paper_std = paper_number(p.mean), paper_number(p.std)
+            if not math.isnan(paper_mean):
+                percent = paper_mean > 1.5 and METRIC_ALIASES.get(str(p.metric).lower()) not in TIME_METRICS
+                rec["paper_mean"] = paper_mean / 100 if percent else paper_mean
+                rec["paper_std"] = paper_std / 100 if percent else paper_std
             elif str(p.mean).strip():
                 rec.update(status="not a number", reason=f"the paper prints '{p.mean}'")
             else:
@@ -190,10 +196,63 @@ def assemble_table(manifest: Manifest, spec: TableSpec, results_root="results", 
         if rec["within"] != "yes":
             rec["cause"] = manifest.cause_of(spec.table, p.dataset, p.method)
         out.append(rec)
+    if spec.offsets:
+        _fill_offsets(spec, runs, out)
     frame = pd.DataFrame(out, columns=COLUMNS)
     if not spec.has_paper_csv:
         frame.loc[frame["status"] == "missing", "status"] = "no paper value"
     return frame
+
+
+def _param_dict(text: str) -> dict:
+    """'gamma1=1;gamma2=0.01;...' or 'gamma1=1 [gamma2=0.01]' -> {'gamma1': 1.0, 'gamma2': 0.01} (numeric
+    values only; other pieces are ignored)."""
+    out = {}
+    for piece in str(text).replace("[", ";").replace("]", ";").replace(",", ";").split(";"):
+        key, sep, value = piece.strip().partition("=")
+        if sep:
+            try:
+                out[key.strip()] = float(value)
+            except ValueError:
+                pass
+    return out
+
+
+def _fill_offsets(spec: TableSpec, runs: list, out: list) -> None:
+    """Cells the paper prints as offsets from a reference setting (``offsets: {marker, reference}``), e.g.
+    EC-CMS Table III: our offset = our mean at the cell's setting - our mean at the reference setting, taken
+    from the grid rows of the same experiment (row label 'gamma1=1 [gamma2=0.01]' for the paper's
+    'gamma1=1;gamma2=0.01;...'); repeated reference cells take the reference value."""
+    marker, reference = spec.offsets["marker"], spec.offsets["reference"]
+    refs = {(r["metric"], r["dataset"]): r for r in out
+            if reference in str(r["param"]) and r["status"] == "compared"}
+    for rec in out:
+        if rec["status"] != "missing" or not (marker in str(rec["param"]) or reference in str(rec["param"])):
+            continue
+        ref = refs.get((rec["metric"], rec["dataset"]))
+        if ref is None or not isinstance(rec["paper_mean"], float) or math.isnan(rec["paper_mean"]):
+            continue
+        run = next(r for r in runs if r.source.config == ref["source"])
+        if reference in str(rec["param"]):
+            value, label = ref["ours_mean"], ref["ours_label"]
+        else:
+            wanted = _param_dict(rec["param"])
+            table = {t.metric: t for t in run.tables}.get(METRIC_ALIASES.get(str(rec["metric"]).lower(), ""))
+            best = None
+            for (label, dataset), cell in (table.cells.items() if table is not None else []):
+                got = _param_dict(label)
+                if dataset == ref["ours_dataset"] and got and all(wanted.get(k) == v for k, v in got.items()) \
+                        and (best is None or len(got) > len(best[0])):
+                    best = (got, label, cell.row.mean)
+            if best is None:
+                continue
+            label, value = best[1], best[2] - ref["ours_mean"]
+        diff = value - rec["paper_mean"]
+        tolerance = rec["paper_std"] if not math.isnan(rec["paper_std"]) else DEFAULT_TOLERANCE
+        rec.update(status="compared", ours_mean=value, ours_label=label, ours_n=ref["ours_n"],
+                   source=ref["source"], diff=diff, abs_diff=abs(diff), tolerance=tolerance, reason="",
+                   within="yes" if abs(diff) <= tolerance + 1e-12 else "no",
+                   policy="offset from the reference setting" if reference not in str(rec["param"]) else ref["policy"])
 
 
 # -- layout as the paper prints it ------------------------------------------------------------------------------

@@ -14,6 +14,8 @@ One YAML file per paper in ``ensclust/papers/manifests/`` (package data)::
         columns: [...]               # optional: column order when the CSV's order is not the paper's
         columns_from: param          # optional: the paper's columns are the values of `param` (e.g. RCEC's
                                      # feature ratios), not data sets
+        offsets: {marker: "offset vs default", reference: "absolute value at default"}
+                                     # optional: cells printed as offsets from a reference setting
         sources:                     # in order of preference: the first that has a cell gives it
           - config: acmk_small       # configs/paper/<config>.yaml, results in results/<config>/
             tier: quick              # quick (also in full) or full (default)
@@ -44,7 +46,7 @@ from ensclust.errors import UserError, unknown_name_error
 TIERS = ("quick", "full")
 PAPERS = ("acmk", "awec", "eccms", "rcec", "spce")
 _TOP_KEYS = ("paper", "title", "paper_tables", "repetitions", "authors_pools", "tables", "causes")
-_TABLE_KEYS = ("table", "title", "columns", "columns_from", "rows", "metric", "sources", "notes")
+_TABLE_KEYS = ("table", "title", "columns", "columns_from", "rows", "metric", "sources", "notes", "offsets")
 _SOURCE_KEYS = ("config", "tier", "protocol", "substitute")
 _CAUSE_KEYS = ("table", "dataset", "method", "cause")
 
@@ -70,6 +72,7 @@ class TableSpec:
     metric: str | None = None
     notes: str = ""
     columns_from: str = "dataset"  # or "param"
+    offsets: dict | None = None  # {marker, reference}: cells printed as offsets from a reference setting
 
     @property
     def has_paper_csv(self) -> bool:
@@ -156,7 +159,8 @@ def parse_manifest(data: dict, where: str) -> Manifest:
             raise UserError(f"{tw}: a table without a paper CSV needs both 'rows' and 'metric'")
         tables.append(TableSpec(table=str(t["table"]), title=str(t.get("title") or t["table"]), sources=sources,
                                 columns=t.get("columns"), rows=t.get("rows"), metric=t.get("metric"),
-                                notes=str(t.get("notes") or ""), columns_from=t.get("columns_from", "dataset")))
+                                notes=str(t.get("notes") or ""), columns_from=t.get("columns_from", "dataset"),
+                                offsets=t.get("offsets")))
     causes = [Cause(**_check_keys(c, _CAUSE_KEYS, f"{where}: causes[{i}]"))
               for i, c in enumerate(data.get("causes") or [])]
     return Manifest(paper=str(data["paper"]), title=str(data["title"]),
