@@ -143,3 +143,15 @@ def test_timing_summary_and_time_comparison():
                         dtype=str, keep_default_na=False)
     result = compare(cfg, cells, paper, timing).iloc[0]
     assert result["status"] == "compared" and result["diff"] == pytest.approx(0.3 - 1.5)
+
+
+def test_bar_chart_of_the_tables_is_deterministic(tmp_path):
+    from ensclust.experiment.plots import plot_tables
+
+    cfg, cells = constructed()
+    tables = build_tables(cfg, cells)
+    a = plot_tables(tables, tmp_path / "a.png", title="constructed").read_bytes()
+    b = plot_tables(tables, tmp_path / "b.png", title="constructed").read_bytes()
+    assert a[:8] == b"\x89PNG\r\n\x1a\n" and a == b
+    tables[0].cells[("Worse", "D1")].row.mean = 0.1  # the picture shows the numbers
+    assert plot_tables(tables, tmp_path / "c.png", title="constructed").read_bytes() != a

@@ -34,7 +34,7 @@ PSEUDO_METHODS = ("km-avg", "km-best")
 TUNING_POLICIES = ("fixed", "oracle-best-mean", "oracle-per-repetition", "each")
 PREPROCESS = ("none", "zscore", "minmax", "l2", "tfidf")
 DRAW_MODES = ("first", "random", "disjoint", "fresh", "randperm_stream", "randperm_per_run")
-OUTPUTS = ("csv", "latex", "markdown")
+OUTPUTS = ("csv", "latex", "markdown", "png")
 TTESTS = ("paired", "student", "welch")
 BUILTIN_DATASETS = ("iris", "wine", "digits", "breast_cancer_sklearn", "blobs", "moons", "circles", "aniso")
 DATA_SUFFIXES = (".mat", ".h5", ".hdf5", ".npz", ".csv")
@@ -99,7 +99,7 @@ class ExperimentConfig:
     metrics: list = field(default_factory=lambda: ["acc", "nmi", "ari"])
     nmi_average: str = "arithmetic"
     tune_metric: str = "ari"
-    outputs: list = field(default_factory=lambda: list(OUTPUTS))
+    outputs: list = field(default_factory=lambda: ["csv", "latex", "markdown"])
     compare_to: str | list | None = None  # one paper CSV or a list of them (see compare_targets)
     std_ddof: int = 1
     decimals: int = 3
@@ -422,7 +422,7 @@ def validate_config(doc: Located) -> ExperimentConfig:
     tune_metric = top.get("tune_metric", metrics[0])
     tune_metric = v.choice(tune_metric, ("tune_metric",), tuple(metrics) + ("per-metric",),
                            "tune metric (must be one of the listed metrics or per-metric)")
-    outputs = top.get("outputs", list(OUTPUTS))
+    outputs = top.get("outputs", ["csv", "latex", "markdown"])
     if isinstance(outputs, str):
         outputs = [outputs]
     outputs = [v.choice(o, ("outputs", i), OUTPUTS, "output format") for i, o in enumerate(outputs)]

@@ -315,6 +315,10 @@ def write_reports(results_dir, *, config: ExperimentConfig | None = None, format
         path = root / "tables.tex"
         atomic_write_text(path, latex_document(tables, config.decimals))
         written.append(path)
+    if "png" in formats:
+        from ensclust.experiment.plots import plot_tables
+
+        written.append(plot_tables(tables, root / "tables.png", title=config.name))
     timing = store.load_timing()
     if timing is not None and len(timing):
         # separate files: times differ from run to run, the tables above are deterministic
