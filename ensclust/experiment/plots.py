@@ -75,9 +75,9 @@ def plot_tables(tables, path, *, title: str = "") -> Path:
             x = np.arange(len(datasets)) + (j - (len(methods) - 1) / 2) * width
             ax.bar(x, mean, width, yerr=std, capsize=1.5, color=colors[j], label=method,
                    hatch="//" if cells and cells[0] is not None and cells[0].row.pseudo else None)
-            for xi, mi, c in zip(x, mean, cells, strict=True):
+            for xi, mi, si, c in zip(x, mean, std, cells, strict=True):
                 if c is not None and c.worse and not np.isnan(mi):
-                    ax.text(xi, mi + 0.01, "†", ha="center", va="bottom", fontsize=7)
+                    ax.text(xi, mi + si + 0.01, "†", ha="center", va="bottom", fontsize=7)
         ax.set_xticks(np.arange(len(datasets)), datasets)
         ax.set_ylabel(METRIC_NAMES.get(table.metric, table.metric))
         ax.set_ylim(0, 1.08)
