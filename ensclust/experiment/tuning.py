@@ -77,9 +77,12 @@ def summarize(config: ExperimentConfig, cells: pd.DataFrame) -> list[Row]:
     """All table rows (every dataset x method x metric) under each method's tuning policy."""
     rows: list[Row] = []
     reps = config.ensemble["repetitions"]
+    # one pass over the cells (a boolean mask per dataset x method was the cost of every report)
+    groups = dict(iter(cells.groupby(["dataset", "method"], sort=False))) if len(cells) else {}
+    empty = cells.iloc[0:0]
     for method in config.methods:
         for ds in config.datasets:
-            sub = cells[(cells["dataset"] == ds.label) & (cells["method"] == method.label)]
+            sub = groups.get((ds.label, method.label), empty)
             rows.extend(_method_rows(config, method, ds.label, sub, reps))
     return rows
 
