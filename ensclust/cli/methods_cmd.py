@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from ensclust.methods import get_method_class, list_methods
+from ensclust.methods.base import python_name
 
 
 @click.command("methods")
@@ -28,7 +29,8 @@ def methods_command(names):
         click.echo(f"{cls.name}: {cls.summary or (cls.__doc__ or '').strip().splitlines()[0]}{extra}")
         for pname, p in cls.params.items():
             src = f"  (source: {p.source})" if p.source else ""
-            click.echo(f"    {pname}: {p.describe()}{(' - ' + p.doc) if p.doc else ''}{src}")
+            shown = pname if python_name(pname) == pname else f"{pname} (Python: {python_name(pname)})"
+            click.echo(f"    {shown}: {p.describe()}{(' - ' + p.doc) if p.doc else ''}{src}")
 
 
 def add_commands(cli):

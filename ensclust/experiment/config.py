@@ -298,6 +298,8 @@ def _validate_method(v: _Validator, entry, i: int) -> MethodSpec:
         if "scope" in entry:
             raise v.err(path + ("scope",), "'scope' only applies to the pseudo-methods km-avg / km-best")
         cls = get_method_class(key)
+        params = _declared_names(v, cls, params, path + ("params",))
+        grid = _declared_names(v, cls, grid, path + ("grid",))
         for pname in list(params) + list(grid):
             if pname not in cls.params:
                 raise unknown_name_error(f"parameter for method '{key}'", pname, list(cls.params) or
@@ -327,6 +329,17 @@ def _validate_method(v: _Validator, entry, i: int) -> MethodSpec:
                       points=points,
                       repetitions=(None if entry.get("repetitions") is None
                                    else v.integer(entry["repetitions"], path + ("repetitions",), low=1)))
+
+
+def _declared_names(v: _Validator, cls, values: dict, path) -> dict:
+    """Parameters under their declared names: ``lambda_`` (the Python spelling) is read as ``lambda``."""
+    out = {}
+    for pname, value in values.items():
+        declared = cls.declared_name(str(pname))
+        if declared in out:
+            raise v.err(path + (pname,), f"parameter '{declared}' is given twice (as '{declared}' and '{pname}')")
+        out[declared] = value
+    return out
 
 
 def _validate_compare_to(v: _Validator, value):

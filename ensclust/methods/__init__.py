@@ -14,7 +14,7 @@ import importlib
 import pkgutil
 
 from ensclust.errors import unknown_name_error
-from ensclust.methods.base import ConsensusMethod, Param
+from ensclust.methods.base import ConsensusMethod, Param, python_name
 
 __all__ = ["ConsensusMethod", "Param", "register", "get_method", "get_method_class", "list_methods",
            "register_result_cache", "clear_result_caches"]
@@ -73,5 +73,8 @@ def get_method_class(name: str, where: str = "") -> type[ConsensusMethod]:
 
 
 def get_method(name: str, **params) -> ConsensusMethod:
-    """An estimator for method ``name`` with validated ``params``."""
-    return get_method_class(name)(**params)
+    """An estimator for method ``name``; ``params`` (declared or Python names, ``lambda`` or ``lambda_``) are
+    validated now, so that a bad value fails before any work."""
+    cls = get_method_class(name)
+    valid = cls.check_params(params)
+    return cls(**{python_name(cls.declared_name(key)): valid[cls.declared_name(key)] for key in params})
