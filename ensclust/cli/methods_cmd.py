@@ -1,10 +1,11 @@
-"""``ensclust methods``: list registered methods with their parameters and defaults."""
+"""``ensclust methods``: list methods (built-in and plug-ins) with their parameters, defaults and sources."""
 
 from __future__ import annotations
 
 import click
 
-from ensclust.methods import get_method_class, list_methods
+from ensclust.methods import get_method_class, list_methods, method_source
+from ensclust.methods.base import python_name
 
 
 @click.command("methods")
@@ -12,10 +13,15 @@ from ensclust.methods import get_method_class, list_methods
 def methods_command(names):
     """List consensus methods, their parameters, defaults and sources.
 
+    Without NAMES: the built-in methods and the installed plug-ins (entry points of the group
+    ensclust.methods). A plug-in in a file or module is listed when named (path/to/file.py:Class,
+    module:Class).
+
     \b
     Examples:
       ensclust methods
       ensclust methods lwea eccms
+      ensclust methods my_methods.py:MyMethod
     """
     classes = [get_method_class(n) for n in names] if names else list(list_methods().values())
     for cls in classes:
@@ -24,11 +30,15 @@ def methods_command(names):
             flags.append("needs features")
         if cls.randomized:
             flags.append("randomised")
+        source = method_source(cls)
+        if source != "built-in":
+            flags.append(f"plug-in: {source}")
         extra = f"  [{', '.join(flags)}]" if flags else ""
         click.echo(f"{cls.name}: {cls.summary or (cls.__doc__ or '').strip().splitlines()[0]}{extra}")
         for pname, p in cls.params.items():
             src = f"  (source: {p.source})" if p.source else ""
-            click.echo(f"    {pname}: {p.describe()}{(' - ' + p.doc) if p.doc else ''}{src}")
+            shown = pname if python_name(pname) == pname else f"{pname} (Python: {python_name(pname)})"
+            click.echo(f"    {shown}: {p.describe()}{(' - ' + p.doc) if p.doc else ''}{src}")
 
 
 def add_commands(cli):

@@ -266,17 +266,17 @@ def _validate_dataset(v: _Validator, entry, i: int, default_pool: dict, known: l
 
 
 def _validate_method(v: _Validator, entry, i: int) -> MethodSpec:
-    from ensclust.methods import get_method_class, list_methods
+    from ensclust.methods import get_method_class, is_plugin_spec, method_names
 
     path = ("methods", i)
     if isinstance(entry, str):
         entry = {"name": entry}
     entry = v.mapping(entry, path, METHOD_KEYS)
     name = v.string(entry.get("name"), path + ("name",))
-    key = name.lower()
-    if key not in PSEUDO_METHODS and key not in list_methods():
-        raise unknown_name_error("method", name, list(list_methods()) + list(PSEUDO_METHODS),
-                                 v.where(path + ("name",)))
+    # registered names are case-insensitive; a plug-in 'path/to/file.py:Class' or 'module:Class' is kept as written
+    key = name if is_plugin_spec(name) else name.lower()
+    if key not in PSEUDO_METHODS and not is_plugin_spec(key) and key not in method_names():
+        raise unknown_name_error("method", name, method_names() + list(PSEUDO_METHODS), v.where(path + ("name",)))
     label = v.string(entry.get("label", name), path + ("label",))
     params = entry.get("params") or {}
     if not isinstance(params, dict):
@@ -297,7 +297,9 @@ def _validate_method(v: _Validator, entry, i: int) -> MethodSpec:
     else:
         if "scope" in entry:
             raise v.err(path + ("scope",), "'scope' only applies to the pseudo-methods km-avg / km-best")
-        cls = get_method_class(key)
+        cls = get_method_class(key, where=v.where(path + ("name",)))
+        params = _declared_names(v, cls, params, path + ("params",))
+        grid = _declared_names(v, cls, grid, path + ("grid",))
         for pname in list(params) + list(grid):
             if pname not in cls.params:
                 raise unknown_name_error(f"parameter for method '{key}'", pname, list(cls.params) or
@@ -327,6 +329,17 @@ def _validate_method(v: _Validator, entry, i: int) -> MethodSpec:
                       points=points,
                       repetitions=(None if entry.get("repetitions") is None
                                    else v.integer(entry["repetitions"], path + ("repetitions",), low=1)))
+
+
+def _declared_names(v: _Validator, cls, values: dict, path) -> dict:
+    """Parameters under their declared names: ``lambda_`` (the Python spelling) is read as ``lambda``."""
+    out = {}
+    for pname, value in values.items():
+        declared = cls.declared_name(str(pname))
+        if declared in out:
+            raise v.err(path + (pname,), f"parameter '{declared}' is given twice (as '{declared}' and '{pname}')")
+        out[declared] = value
+    return out
 
 
 def _validate_compare_to(v: _Validator, value):

@@ -354,7 +354,7 @@ class _ACMK(ConsensusMethod):
     final = "km"
 
     def _fit(self, members, n_clusters, X, rng):
-        p = self.get_params()
+        p = self._params
         v = p["n_base"]
         if members.shape[1] < v:
             raise UserError(f"{self.name}: n_base={v} but only {members.shape[1]} base clusterings were given")

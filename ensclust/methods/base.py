@@ -1,6 +1,6 @@
 """The consensus-method API: parameter declarations, validation in one place, and the estimator base class.
 
-A method is a small scikit-learn-style estimator over a label matrix::
+A method is a scikit-learn estimator (``BaseEstimator`` + ``ClusterMixin``) over a label matrix::
 
     from ensclust.methods import get_method
     labels = get_method("eac-al").fit_predict(members, n_clusters=c, random_state=seed)
@@ -8,21 +8,39 @@ A method is a small scikit-learn-style estimator over a label matrix::
 Subclasses declare ``name``, ``params`` (a dict of :class:`Param`), optionally ``needs_features = True``,
 and implement ``_fit(members, n_clusters, X, rng)`` returning the labels. ``_fit`` may set
 ``self.diagnostics_`` (e.g. ``objective``, ``n_iter``, ``converged``) and ``self.consensus_matrix_``.
+
+The ``params`` table is the single declaration of every parameter (default, type, bounds, doc, source): the
+keyword ``__init__`` is generated from it (scikit-learn reads its signature), parameters are plain attributes
+set verbatim, and :meth:`ConsensusMethod.check_params` validates them when :meth:`ConsensusMethod.fit` starts.
+A declared name that is a Python keyword (``lambda``) is spelled with a trailing underscore in Python
+(``lambda_``); configs and the command line use the declared name, and both spellings are accepted.
 """
 
 from __future__ import annotations
 
+import inspect
+import keyword
 import math
+import numbers
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
+from sklearn.base import BaseEstimator, ClusterMixin
 
 from ensclust.core.labels import check_members, relabel
 from ensclust.errors import UserError, unknown_name_error
 from ensclust.rng import check_random_state
 
 _TYPES = {"float": float, "int": int, "str": str, "bool": bool}
+#: list-valued types: a list of the element type (a comma-separated string is accepted too, e.g. "0.9,0.8")
+_LIST_TYPES = {"list[float]": "float", "list[int]": "int"}
+
+
+def python_name(name: str) -> str:
+    """The Python spelling of a declared parameter name: ``lambda`` -> ``lambda_``, others unchanged."""
+    return name + "_" if keyword.iskeyword(name) else name
 
 
 @dataclass(frozen=True)
@@ -31,9 +49,10 @@ class Param:
 
     Parameters
     ----------
-    default : the default value.
-    type : "float", "int", "str" or "bool".
-    low, high : optional bounds; ``low_open`` / ``high_open`` make them strict.
+    default : the default value (a tuple for the list types: scikit-learn wants immutable defaults).
+    type : "float", "int", "str", "bool", "list[float]" or "list[int]".
+    low, high : optional bounds (of every element, for the list types); ``low_open`` / ``high_open`` make
+        them strict.
     choices : allowed values for a categorical parameter.
     doc : one line saying what it does.
     source : where the default comes from (paper section, authors' code, spec), shown by ``ensclust methods``.
@@ -52,10 +71,28 @@ class Param:
 
     def validate(self, name: str, value, where: str = ""):
         """Return ``value`` converted to the declared type, or raise a one-line :class:`UserError`."""
-        prefix = f"{where}: " if where else ""
         if value is None and (self.allow_none or self.default is None):
             return None
-        kind = _TYPES[self.type]
+        if self.type not in _LIST_TYPES:
+            return self._convert(name, value, where, _TYPES[self.type])
+        items = value
+        if isinstance(value, str):
+            items = [v for v in value.replace(";", ",").split(",") if v.strip()]
+        elif isinstance(value, np.ndarray):
+            items = value.tolist()
+        if not isinstance(items, (list, tuple)):
+            raise self._type_error(name, value, where)
+        if not items:
+            raise UserError(f"{where + ': ' if where else ''}parameter '{name}' is empty")
+        return [self._convert(name, v, where, _TYPES[_LIST_TYPES[self.type]]) for v in items]
+
+    def _type_error(self, name: str, value, where: str) -> UserError:
+        prefix = f"{where}: " if where else ""
+        return UserError(f"{prefix}parameter '{name}' must be of type {self.type}, got {value!r}")
+
+    def _convert(self, name: str, value, where: str, kind: type):
+        """One value converted to ``kind`` and checked against the choices and bounds."""
+        prefix = f"{where}: " if where else ""
         try:
             if kind is bool:
                 if isinstance(value, str):
@@ -76,7 +113,7 @@ class Param:
             else:
                 value = str(value)
         except (TypeError, ValueError):
-            raise UserError(f"{prefix}parameter '{name}' must be of type {self.type}, got {value!r}") from None
+            raise self._type_error(name, value, where) from None
         if self.choices is not None and value not in self.choices:
             raise unknown_name_error(f"value for parameter '{name}'", value, [str(c) for c in self.choices], where)
         if self.low is not None and (value < self.low or (self.low_open and value == self.low)):
@@ -107,8 +144,12 @@ class FitResult:
     diagnostics: dict = field(default_factory=dict)
 
 
-class ConsensusMethod:
-    """Base class of all consensus methods (an estimator over an n x m label matrix)."""
+class ConsensusMethod(ClusterMixin, BaseEstimator):
+    """Base class of all consensus methods: a scikit-learn estimator over an n x m label matrix.
+
+    The keyword ``__init__`` of a subclass is generated from its ``params`` table (a subclass that writes
+    its own ``__init__`` must take exactly those parameters, see :meth:`__init_subclass__`).
+    """
 
     name: ClassVar[str] = ""
     params: ClassVar[dict[str, Param]] = {}
@@ -119,21 +160,39 @@ class ConsensusMethod:
     may_return_other_k: ClassVar[bool] = False
     summary: ClassVar[str] = ""
 
-    def __init__(self, **params):
-        self._params = self._validate_params(params)
-        self.labels_ = None
-        self.diagnostics_: dict = {}
-        self.consensus_matrix_ = None
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        signature = _init_signature(cls.params)
+        if "__init__" not in cls.__dict__:
+            cls.__init__ = _make_init(cls, signature)
+        elif list(inspect.signature(cls.__init__).parameters) != list(signature.parameters):
+            raise TypeError(f"{cls.__qualname__}.__init__ must take the parameters of its params table, "
+                            f"{signature}, got {inspect.signature(cls.__init__)}")
 
     # -- parameters --------------------------------------------------------------------------------
     @classmethod
+    def declared_name(cls, key: str) -> str:
+        """The ``params`` key of a parameter given by its declared or Python name (``lambda_`` -> ``lambda``)."""
+        if key not in cls.params and key.endswith("_") and key[:-1] in cls.params \
+                and python_name(key[:-1]) == key:
+            return key[:-1]
+        return key
+
+    @classmethod
     def _validate_params(cls, given: dict, where: str = "") -> dict:
         values = {k: p.default for k, p in cls.params.items()}
+        seen = set()
         for key, value in given.items():
-            if key not in cls.params:
+            declared = cls.declared_name(key)
+            if declared not in cls.params:
                 hint = list(cls.params) or ["(this method has no parameters)"]
                 raise unknown_name_error(f"parameter for method '{cls.name}'", key, hint, where)
-            values[key] = cls.params[key].validate(key, value, where)
+            if declared in seen:
+                raise UserError(f"{where + ': ' if where else ''}parameter '{declared}' is given twice "
+                                f"(as '{declared}' and '{python_name(declared)}')")
+            seen.add(declared)
+            values[declared] = value
+        values = {k: cls.params[k].validate(k, v, where) for k, v in values.items()}
         cls._check_params(values, where)
         return values
 
@@ -143,38 +202,60 @@ class ConsensusMethod:
 
     @classmethod
     def check_params(cls, params: dict, where: str = "") -> dict:
-        """Validate a parameter dict without building an estimator (used by config validation)."""
+        """Validate parameters (declared or Python names) and return all of them, defaults filled in, under
+        their declared names, converted to the declared types; raises a one-line :class:`UserError`.
+
+        The one place where parameters are validated: config validation, ``get_method`` and :meth:`fit`.
+        """
         return cls._validate_params(params, where)
 
-    def get_params(self) -> dict:
-        return dict(self._params)
-
     def set_params(self, **params):
-        self._params = self._validate_params({**self._params, **params})
-        return self
+        """Set parameters (Python or declared names: ``lambda_`` or ``lambda``); validated at fit time."""
+        return super().set_params(**{python_name(self.declared_name(k)): v for k, v in params.items()})
 
-    def __getattr__(self, item):
-        # Parameters read as attributes (self.theta) - only reached when normal lookup fails.
-        params = self.__dict__.get("_params")
-        if params is not None and item in params:
-            return params[item]
-        raise AttributeError(item)
+    @property
+    def _params(self) -> dict:
+        """The current parameters validated, under their declared names (``self._params["lambda"]``)."""
+        return self.check_params({name: getattr(self, python_name(name)) for name in self.params})
 
-    def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self._params.items())
-        return f"{type(self).__name__}({args})"
+    @contextmanager
+    def _validated_params(self):
+        """Validate the parameters (a bad value raises here); while the block runs, the attributes hold the
+        validated values (e.g. ``theta=1`` as ``1.0``). The values the user set are restored afterwards, so
+        that ``get_params`` and ``clone`` keep seeing them verbatim."""
+        given = {name: getattr(self, python_name(name)) for name in self.params}
+        for name, value in self._params.items():
+            setattr(self, python_name(name), value)
+        try:
+            yield
+        finally:
+            for name, value in given.items():
+                setattr(self, python_name(name), value)
+
+    def __sklearn_is_fitted__(self) -> bool:
+        # scikit-learn's default test (any attribute ending in "_") would count the parameter lambda_
+        return hasattr(self, "labels_")
 
     # -- fitting -----------------------------------------------------------------------------------
-    def fit(self, members, n_clusters: int, *, X=None, random_state=None):
+    def fit(self, members, y=None, *, n_clusters=None, X=None, random_state=None):
         """Compute the consensus partition of ``members`` (n x m) into ``n_clusters`` clusters.
 
         Parameters
         ----------
         members : (n, m) array of integer labels; column q is base clustering q (any label values).
-        n_clusters : number of consensus clusters.
+        y : ignored (scikit-learn convention). An integer here is read as ``n_clusters``, so that the
+            positional form ``fit(members, n_clusters)`` keeps working.
+        n_clusters : number of consensus clusters (required).
         X : (n, d) features, required by methods with ``needs_features = True`` (ignored otherwise).
         random_state : None, int or numpy Generator; all randomness of the fit comes from it.
         """
+        if isinstance(y, numbers.Integral) and not isinstance(y, bool):
+            if n_clusters is not None:
+                raise TypeError("fit() got the number of clusters twice (as y and as n_clusters)")
+            n_clusters = y
+        if n_clusters is None:
+            raise UserError(f"method '{self.name}': the number of clusters is required "
+                            "(fit(members, n_clusters=k))")
         members = check_members(members, n_clusters)
         if self.needs_features:
             if X is None:
@@ -184,7 +265,8 @@ class ConsensusMethod:
         rng = check_random_state(random_state)
         self.diagnostics_ = {}
         self.consensus_matrix_ = None
-        labels = self._fit(members, int(n_clusters), X, rng)
+        with self._validated_params():
+            labels = self._fit(members, int(n_clusters), X, rng)
         labels = np.asarray(labels).ravel()
         if labels.shape[0] != members.shape[0]:
             raise RuntimeError(f"{self.name} returned {labels.shape[0]} labels for {members.shape[0]} points")
@@ -194,9 +276,36 @@ class ConsensusMethod:
         self.diagnostics_.setdefault("n_clusters_found", int(self.labels_.max()) + 1)
         return self
 
-    def fit_predict(self, members, n_clusters: int, *, X=None, random_state=None) -> np.ndarray:
+    def fit_predict(self, members, n_clusters=None, *, X=None, random_state=None) -> np.ndarray:
         """:meth:`fit` and return the labels (0..k-1)."""
-        return self.fit(members, n_clusters, X=X, random_state=random_state).labels_
+        return self.fit(members, n_clusters=n_clusters, X=X, random_state=random_state).labels_
 
     def _fit(self, members: np.ndarray, n_clusters: int, X, rng: np.random.Generator) -> np.ndarray:
         raise NotImplementedError
+
+
+def _init_signature(params: dict[str, Param]) -> inspect.Signature:
+    """``(self, *, p1=default1, ...)``: the keyword ``__init__`` of a ``params`` table."""
+    return inspect.Signature(
+        [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+        + [inspect.Parameter(python_name(name), inspect.Parameter.KEYWORD_ONLY, default=p.default)
+           for name, p in params.items()])
+
+
+def _make_init(cls, signature: inspect.Signature):
+    """The generated ``__init__``: binds the keywords like a written one and stores them verbatim."""
+
+    def __init__(self, **params):
+        try:
+            bound = signature.bind(self, **params)
+        except TypeError as exc:
+            raise TypeError(f"{cls.__name__}(): {exc}") from None
+        bound.apply_defaults()
+        for key, value in list(bound.arguments.items())[1:]:
+            setattr(self, key, value)
+
+    __init__.__signature__ = signature
+    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
+    __init__.__doc__ = "Parameters (declared in ``params``):\n\n" + "\n".join(
+        f"- {python_name(name)}: {p.describe()}{' - ' + p.doc if p.doc else ''}" for name, p in cls.params.items())
+    return __init__

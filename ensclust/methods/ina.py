@@ -64,7 +64,7 @@ class INA(ConsensusMethod):
     }
 
     def solve(self, members, n_clusters, rng):
-        lam = self.get_params()["lambda"]
+        lam = self.lambda_
         sup = _Support(members)
         vals = np.full((sup.n, sup.m), 1.0 / sup.m)  # X = L / m: uniform reliability
         H = rng.uniform(0.0, 1.0, (sup.n, n_clusters))

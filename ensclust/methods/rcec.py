@@ -120,7 +120,7 @@ class RCEC(ConsensusMethod):
 
     def solve(self, L: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """Minimise J from a U(0,1) start (spec R3); objective history in ``diagnostics_``."""
-        p = self.get_params()
+        p = self._params
         lam, gamma, beta = p["lambda"], p["gamma"], p["beta"]
         # Strictly positive start: a multiplicative update never revives an exact zero.
         X = rng.uniform(1e-3, 1.0, size=L.shape)

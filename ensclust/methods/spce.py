@@ -55,8 +55,8 @@ from ensclust.methods._spce_pairs import PairTable, build_pair_table
 from ensclust.methods._spce_spectrum import Embedding, indicator_spectrum, smallest_eigenpairs
 from ensclust.methods.base import ConsensusMethod, Param
 
-DEFAULT_SCHEDULE = "0.9,0.8,0.7,0.6,0.5"
-DEFAULT_INNER_CAPS = "5,5,5,5,20"
+DEFAULT_SCHEDULE = (0.9, 0.8, 0.7, 0.6, 0.5)
+DEFAULT_INNER_CAPS = (5, 5, 5, 5, 20)
 SMALL_PROBLEM = 3000  # n up to which BLAS runs single-threaded (see _fit)
 _BLAS_CONTROLLER: list = []  # one ThreadpoolController per process: finding the BLAS libraries costs ms
 # OpenBLAS takes OPENBLAS_NUM_THREADS, else OMP_NUM_THREADS; OpenMP takes OMP_NUM_THREADS.
@@ -349,16 +349,6 @@ def alpha_update(losses: np.ndarray, floor: float) -> np.ndarray:
     return alpha / alpha.sum()
 
 
-def _parse_list(text: str, kind, name: str):
-    try:
-        values = [kind(v) for v in str(text).replace(";", ",").split(",") if v.strip()]
-    except ValueError:
-        raise UserError(f"spce: parameter '{name}' must be a comma-separated list, got {text!r}") from None
-    if not values:
-        raise UserError(f"spce: parameter '{name}' is empty")
-    return values
-
-
 class _SPCEBase(ConsensusMethod):
     variant = "spce"
     may_return_other_k = True  # connected components of S (spec 3.5, AMBIGUITY A6)
@@ -368,11 +358,11 @@ class _SPCEBase(ConsensusMethod):
                        doc="l0 threshold; gamma = m^2 theta^2 (eq. 25); theta = 0 switches the l0 term off",
                        source="spec 4.1: no default in the paper; 0.5 = worked example of Sec. III-E; "
                               "tables tune it over 0:0.9:0.1 (Sec. IV-C)"),
-        "schedule": Param(DEFAULT_SCHEDULE, type="str",
+        "schedule": Param(DEFAULT_SCHEDULE, type="list[float]",
                           doc="agreement levels r of the self-paced stages; lambda = 2 m^2 r (1-r) (eq. 23)",
                           source="Algorithm 1 / [CODE] qq = 0.9:-0.1:0.5"),
-        "inner_caps": Param(DEFAULT_INNER_CAPS, type="str",
-                            doc="maximum inner iterations of each stage (comma list, one per stage)",
+        "inner_caps": Param(DEFAULT_INNER_CAPS, type="list[int]",
+                            doc="maximum inner iterations of each stage (one per stage)",
                             source="[CODE] maxiter = 5, and 20 for the last stage (spec A1)"),
         "rho0": Param(1.0, low=0.0, low_open=True, doc="initial weight rho of the rank (trace) term",
                       source="Sec. III-E (rho = 1); [CODE] lambda = 1"),
@@ -401,8 +391,7 @@ class _SPCEBase(ConsensusMethod):
 
     @classmethod
     def _check_params(cls, values, where=""):
-        stages = _parse_list(values["schedule"], float, "schedule")
-        caps = _parse_list(values["inner_caps"], int, "inner_caps")
+        stages, caps = values["schedule"], values["inner_caps"]
         prefix = f"{where}: " if where else ""
         if len(stages) != len(caps):
             raise UserError(f"{prefix}spce: 'schedule' has {len(stages)} stages but 'inner_caps' has {len(caps)}")
@@ -460,8 +449,7 @@ class _SPCEBase(ConsensusMethod):
         _spce_spectrum.STATS.update(lobpcg_calls=0, lobpcg_warnings=0)
         n, m = members.shape
         c = n_clusters
-        stages = _parse_list(self.schedule, float, "schedule")
-        caps = _parse_list(self.inner_caps, int, "inner_caps")
+        stages, caps = self.schedule, self.inner_caps
         gamma = m * m * self.theta ** 2
         table = build_pair_table(members)
         shat_free = table.pattern_counts()[table.pattern] / m
