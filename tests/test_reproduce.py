@@ -217,3 +217,33 @@ def test_offset_cells_are_our_offsets_from_the_reference(tmp_path, monkeypatch, 
     assert frame["ours_mean"][2] == pytest.approx(mean["LWT [theta=0.8]"] - mean["LW"])
     assert frame["ours_mean"][3] == pytest.approx(mean["LW"])  # a repeated reference cell
     assert frame["diff"][1] == pytest.approx(frame["ours_mean"][1] - 0.01)
+
+
+PLUGIN = '''
+import numpy as np
+from ensclust.methods import ConsensusMethod, Param
+
+
+class FirstMember(ConsensusMethod):
+    """Returns the first member's labels folded onto n_clusters (a deliberately simple plug-in)."""
+
+    name = "first-member"
+    params = {"shift": Param(0, type="int", low=0, doc="added to every label before folding")}
+
+    def _fit(self, members, n_clusters, X, rng):
+        return (np.asarray(members)[:, 0] + self.shift) % n_clusters
+'''
+
+
+def test_with_runs_a_plugin_from_a_users_file(toy, capsys):
+    plugin = toy / "first_member.py"
+    plugin.write_text(PLUGIN)
+    results = toy / "results"
+    code, _, err = invoke_cli(capsys, "reproduce", "toy", "--table", "1", "--with", f"{plugin}:FirstMember",
+                              "--param", "shift=1", "--results", str(results), "--quiet")
+    assert code == 0, err
+    frame = pd.read_csv(results / "papers" / "toy" / "table1_ari--with-FirstMember.csv", keep_default_na=False)
+    mine = frame[frame["method"] == "FirstMember (yours)"]
+    assert set(mine[mine["status"] == "ours only"]["dataset"]) == {"Iris", "Wine"}
+    config = yaml.safe_load((results / "toy_a--with-FirstMember" / "experiment.json").read_text())
+    assert config["methods"][0]["params"] == {"shift": 1}
