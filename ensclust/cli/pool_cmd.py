@@ -50,7 +50,9 @@ def _spec_options(f):
         click.option("--init", type=click.Choice(["k-means++", "random"]), default="k-means++", show_default=True),
         click.option("--seed", type=int, default=0, show_default=True, help="Master seed of the pool."),
         click.option("--preprocess", type=click.Choice(PREPROCESS), default="none", show_default=True),
-        click.option("--cache-dir", type=click.Path(file_okay=False), default=DEFAULT_CACHE_DIR, show_default=True),
+        click.option("--cache-dir", type=click.Path(file_okay=False), default=DEFAULT_CACHE_DIR, show_default=True,
+                     help="Folder of the pool cache; a folder other than the default also keeps the data files' "
+                          "checksums (sha256.json)."),
     ]
     for option in reversed(options):  # click lists options in decoration order, bottom-up
         f = option(f)
@@ -59,11 +61,18 @@ def _spec_options(f):
 
 def _build(dataset, generator, k, size, feature_ratio, feature_subset, init, seed, preprocess, cache_dir, data_dir,
            progress):
-    ds = load_dataset(dataset, data_dir=data_dir, preprocess=preprocess)
-    spec = {"source": "generate", "generator": generator, "k": _parse_k(k), "size": size,
-            "feature_ratio": _parse_ratio(feature_ratio), "feature_subset": feature_subset, "init": init}
-    t0 = time.perf_counter()
-    pool = get_pool(ds, spec, seed=seed, data_dir=data_dir, cache_dir=cache_dir, progress=progress)
+    from contextlib import nullcontext
+
+    from ensclust.data.registry import checksum_cache_dir
+
+    # a chosen --cache-dir holds everything the command caches: the data files' checksums (sha256.json) too
+    own_dir = Path(cache_dir) != Path(DEFAULT_CACHE_DIR)
+    with checksum_cache_dir(cache_dir) if own_dir else nullcontext():
+        ds = load_dataset(dataset, data_dir=data_dir, preprocess=preprocess)
+        spec = {"source": "generate", "generator": generator, "k": _parse_k(k), "size": size,
+                "feature_ratio": _parse_ratio(feature_ratio), "feature_subset": feature_subset, "init": init}
+        t0 = time.perf_counter()
+        pool = get_pool(ds, spec, seed=seed, data_dir=data_dir, cache_dir=cache_dir, progress=progress)
     return ds, pool, time.perf_counter() - t0
 
 
