@@ -114,6 +114,10 @@ USER_ERRORS = [
                                   "/proc/x/o.txt"], ["/proc/x: cannot create the folder"]),
     ("consensus-out-under-a-file", ["consensus", "--pool", "pool.csv", "-k", "2", "-m", "eac-al", "--out",
                                     "afile/o.txt"], ["afile: cannot create the folder (a file of that name exists)"]),
+    ("pool-import-out-unwritable", ["pool", "import", "pool.csv", "--out", "/proc/x/p.h5"],
+     ["/proc/x: cannot create the folder"]),
+    ("figure-out-unwritable", ["figure", "rcec-synthetic", "--out", "/proc/x", "--quiet"],
+     ["/proc/x: cannot create the folder"]),
     ("consensus-truth-column", ["consensus", "--pool", "truth.csv", "-k", "2", "-m", "eac-al", "--out", "o.txt"],
      ["column 'Truth' looks like ground truth", "--y-key Truth", "--no-y"]),
     ("consensus-y-key-and-no-y", ["consensus", "--pool", "truth.csv", "-k", "2", "-m", "eac-al", "--y-key", "Truth",
@@ -320,7 +324,7 @@ def test_command_and_method_indexes_match_the_code():
     from ensclust.methods import list_methods
 
     load_all_commands()
-    assert set(cli.commands) == set(COMMAND_INDEX)
+    assert set(cli.commands) == set(COMMAND_INDEX), "list every command in ensclust.cli.COMMAND_INDEX"
     for name, (module, summary) in COMMAND_INDEX.items():
         cmd = cli.commands[name]
         assert cmd in vars(importlib.import_module(f"ensclust.cli.{module}")).values(), name

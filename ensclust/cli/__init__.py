@@ -60,11 +60,12 @@ class _LazyGroup(click.Group):
         return sorted(set(self.commands) | set(COMMAND_INDEX))
 
     def get_command(self, ctx, name):
-        if name not in self.commands:
-            if name in COMMAND_INDEX:
-                self._import(COMMAND_INDEX[name][0])
-            else:
-                self._import_unindexed()
+        if name not in self.commands and name in COMMAND_INDEX:
+            self._import(COMMAND_INDEX[name][0])
+        if name not in self.commands:  # a command missing from the index (or a typo): look everywhere
+            for module, _ in COMMAND_INDEX.values():
+                self._import(module)
+            self._import_unindexed()
         return self.commands.get(name)
 
     def format_commands(self, ctx, formatter):
@@ -101,9 +102,7 @@ cli._loaded = set()
 
 def load_all_commands() -> None:
     """Import every command module (tests; the listing itself does not need it)."""
-    for module, _ in COMMAND_INDEX.values():
-        cli._import(module)
-    cli._import_unindexed()
+    cli.get_command(None, "")
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None, _default=warnings.showwarning):

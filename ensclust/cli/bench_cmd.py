@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ensclust.cli.run_cmd import DATA_DIR_ORDER
+from ensclust.cli.run_cmd import DATA_DIR_SEARCH
 
 
 @click.command("bench")
@@ -15,7 +15,7 @@ from ensclust.cli.run_cmd import DATA_DIR_ORDER
               help="folder with the benchmark *.yaml files (default: ./benchmarks, else the benchmarks/ "
                    "folder of the ensclust repository)")
 @click.option("--timeout", type=float, default=1800.0, show_default=True, help="seconds per entry")
-@click.option("--data-dir", default=None, metavar="DIR", help=f"datasets folder (default: {DATA_DIR_ORDER})")
+@click.option("--data-dir", default=None, metavar="DIR", help=f"datasets folder (default: {DATA_DIR_SEARCH})")
 def bench_command(out_dir, only, quick, bench_dir, timeout, data_dir):
     """Time every benchmark entry (benchmarks/*.yaml), each in a fresh subprocess.
 

@@ -29,8 +29,10 @@ def rcec_synthetic(out_dir, repetitions, max_extra, seed, quiet):
     """RCEC Fig. 3: NMI as normal / anomalous / extremely anomalous partitions are added."""
     from tqdm import tqdm
 
+    from ensclust.experiment.store import ensure_dir
     from ensclust.figures import rcec_synthetic as exp
 
+    ensure_dir(out_dir)  # an unwritable --out is a one-line error before any computation
     total = 3 * (max_extra + 1) * repetitions
     with tqdm(total=total, disable=quiet, desc="rcec-synthetic") as bar:
         records = exp.run(out_dir, n_extra=range(max_extra + 1), repetitions=repetitions, seed=seed, progress=bar)

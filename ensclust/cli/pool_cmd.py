@@ -191,17 +191,23 @@ def pool_import(file, members_key, y_key, layout, out):
         out = Path(out)
         if out.suffix.lower() not in (".h5", ".hdf5"):
             raise UserError(f"{out}: --out must end in .h5 or .hdf5")
-        out.parent.mkdir(parents=True, exist_ok=True)
+        from ensclust.experiment.store import ensure_dir
+
+        ensure_dir(out.parent)
         tmp = out.with_name(out.name + ".tmp")
-        with h5py.File(tmp, "w") as fh:
-            fh["members"] = pool.members
-            fh["ks"] = pool.ks
-            fh["seeds"] = pool.seeds
-            if pool.y is not None:
-                fh["y"] = pool.y
-            fh.attrs["source"] = str(file)
-            fh.attrs["members_sha256"] = pool.meta["members_sha256"]
-        tmp.replace(out)
+        try:
+            with h5py.File(tmp, "w") as fh:
+                fh["members"] = pool.members
+                fh["ks"] = pool.ks
+                fh["seeds"] = pool.seeds
+                if pool.y is not None:
+                    fh["y"] = pool.y
+                fh.attrs["source"] = str(file)
+                fh.attrs["members_sha256"] = pool.meta["members_sha256"]
+            tmp.replace(out)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            raise UserError(f"{out}: cannot write the file ({exc.strerror or str(exc).splitlines()[0]})") from None
         click.echo(f"written:  {out}")
 
 

@@ -9,9 +9,11 @@ import click
 from ensclust.errors import CellsFailed, Interrupted, UserError
 
 EXECUTORS = ("local", "dask")
-#: Where the data directory is looked for without --data-dir (ensclust.data.registry.resolve_data_dir).
-DATA_DIR_ORDER = ("$ENSCLUST_DATA, then ./datasets when it holds data files, then ../shared/datasets next to "
-                  "the repository")
+#: Where the data directory is looked for without --data-dir (ensclust.data.registry.resolve_data_dir;
+#: a config's data_dir comes first).
+DATA_DIR_SEARCH = ("$ENSCLUST_DATA, then ./datasets when it holds data files, then ../shared/datasets next to "
+                   "the repository")
+DATA_DIR_ORDER = f"the config's data_dir, then {DATA_DIR_SEARCH}"
 
 
 def parse_formats(text: str | None):
