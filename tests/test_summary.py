@@ -23,8 +23,8 @@ def test_summary_lists_experiments_and_comparison_lines(tmp_path):
 def test_summary_skips_a_single_table_comparison_left_beside_per_table_ones(tmp_path):
     exp = tmp_path / "spce"
     exp.mkdir()
-    (exp / "comparison.md").write_text("# Comparison: old single table\n\n9 cells compared; old\n")
+    (exp / "comparison.md").write_text("# Comparison: old single table\n\n9 cells compared; stale-summary\n")
     (exp / "comparison_table2_ari.md").write_text("# Comparison: table 2\n\n9 cells compared; new\n")
     text = render(tmp_path)
     assert "(spce/comparison_table2_ari.md): 9 cells compared; new" in text
-    assert "spce/comparison.md" not in text and "old" not in text
+    assert "spce/comparison.md" not in text and "stale-summary" not in text
