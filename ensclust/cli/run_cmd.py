@@ -132,7 +132,6 @@ def run_command(config, jobs, executor, scheduler, force, retry_failed, quiet, r
                          cell_filter=cell_filter, dry_run=click.echo if dry_run else False, memory=memory)
     if not dry_run:
         _print_summary(root, quiet)
-        raise_if_cells_failed(root)
 
 
 def run_resumable(cfg, *, results_root, **options) -> Path:
@@ -149,27 +148,28 @@ def run_resumable(cfg, *, results_root, **options) -> Path:
         raise Interrupted(f"{stored} of {len(planned)} cells are stored; rerun the same command to resume") from None
 
 
+def _print_summary(root: Path, quiet: bool) -> None:
+    """The last line of a run: its cell count, or :class:`CellsFailed` when some cells failed."""
+    if not (Path(root) / "cells.csv").exists():
+        click.echo(f"{root}: no cell finished", err=True)
+        return
+    cells = _read_cells(root)
+    raise_if_cells_failed(root, cells)
+    click.echo(f"{root}: {len(cells)} cells, 0 failed", err=quiet)
+
+
 def _read_cells(root: Path):
     from ensclust.experiment.store import ResultStore
 
     return ResultStore(root).load_cells()
 
 
-def _print_summary(root: Path, quiet: bool) -> None:
-    if not (Path(root) / "cells.csv").exists():
-        click.echo(f"{root}: no cell finished", err=True)
-        return
-    cells = _read_cells(root)
-    n_failed = int((cells["status"] != "ok").sum())
-    if not n_failed:
-        click.echo(f"{root}: {len(cells)} cells, 0 failed", err=quiet)
-
-
-def raise_if_cells_failed(root: Path) -> None:
+def raise_if_cells_failed(root: Path, cells=None) -> None:
     """:class:`CellsFailed` (exit code 3) naming the first failure when cells.csv of ``root`` has failed cells."""
-    if not (Path(root) / "cells.csv").exists():
-        return
-    cells = _read_cells(root)
+    if cells is None:
+        if not (Path(root) / "cells.csv").exists():
+            return
+        cells = _read_cells(root)
     failed = cells[cells["status"] != "ok"]
     if len(failed):
         first = failed.iloc[0]
