@@ -43,13 +43,32 @@ COLUMNS = ["file", "method", "params", "dataset", "n", "M", "time_s", "cpu_s", "
            "status", "note"]
 
 
-def load_entries(bench_dir) -> list[dict]:
-    """All entries of ``bench_dir/*.yaml``, validated (one-line errors with file and line)."""
+def find_bench_dir(bench_dir=None) -> Path:
+    """``bench_dir`` (``--benchmarks``) when given, else ``./benchmarks`` when it exists, else the
+    ``benchmarks/`` folder of the repository ensclust runs from, so ``ensclust bench`` works from any folder."""
+    from ensclust.data.registry import REPO_ROOT
+
+    if bench_dir is not None:
+        path = Path(bench_dir)
+        if not path.is_dir():
+            raise UserError(f"{path}: no such benchmarks folder (--benchmarks)")
+        return path
+    tried = [Path("benchmarks"), REPO_ROOT / "benchmarks"]
+    for path in tried:
+        if path.is_dir() and any(path.glob("*.yaml")):
+            return path
+    raise UserError(f"no benchmark files: looked in {tried[0].resolve()} and {tried[1]}; "
+                    "pass --benchmarks DIR (the folder with the benchmark *.yaml files)")
+
+
+def load_entries(bench_dir=None) -> list[dict]:
+    """All entries of ``bench_dir/*.yaml`` (default: :func:`find_bench_dir`), validated (one-line errors with
+    file and line)."""
     from ensclust.experiment.config import BUILTIN_DATASETS, DEFAULT_POOL, _Validator, validate_pool
     from ensclust.experiment.yamlio import load_yaml_file
     from ensclust.methods import get_method_class
 
-    bench_dir = Path(bench_dir)
+    bench_dir = find_bench_dir(bench_dir)
     files = sorted(bench_dir.glob("*.yaml"))
     if not files:
         raise UserError(f"{bench_dir}: no benchmark files (*.yaml)")
@@ -152,7 +171,7 @@ def _child(entry: dict, data_dir, cache_dir) -> dict:
     return out
 
 
-def run_bench(bench_dir="benchmarks", out_dir="results/bench", *, only=None, quick=False, timeout=1800.0,
+def run_bench(bench_dir=None, out_dir="results/bench", *, only=None, quick=False, timeout=1800.0,
               data_dir=None, cache_dir="results/cache/pools", echo=print) -> tuple[list[dict], list[Path]]:
     entries = load_entries(bench_dir)
     if only:

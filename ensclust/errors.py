@@ -2,6 +2,8 @@
 
 Anything the user can fix (a bad file, a wrong key, an unknown method) raises :class:`UserError`.
 The CLI turns it into one line on stderr and exit code 2; programming errors keep their traceback.
+Exit codes of the CLI: 0 success, 2 user error, 3 some cells of a run failed (:class:`CellsFailed`; the
+tables are still written), 130 interrupted (Ctrl-C or SIGTERM).
 """
 
 from __future__ import annotations
@@ -12,6 +14,22 @@ from collections.abc import Iterable
 
 class UserError(Exception):
     """An error caused by user input; its message is one line that says what to fix."""
+
+
+class CellsFailed(Exception):
+    """A run finished, its tables are written, but some cells failed (CLI exit code 3)."""
+
+    exit_code = 3
+
+
+class Interrupted(Exception):
+    """A run was interrupted; the message says what is kept and how to resume (CLI exit code 130)."""
+
+    exit_code = 130
+
+
+class EnsclustWarning(UserWarning):
+    """A warning for the user; the CLI prints it as one line ``ensclust: warning: ...``."""
 
 
 def did_you_mean(name: str, choices: Iterable[str]) -> str:

@@ -1,5 +1,6 @@
 """Reports: bold / second / t-test daggers on a constructed case, LaTeX and Markdown structure, compare."""
 
+import io
 import math
 
 import pandas as pd
@@ -7,7 +8,7 @@ import pytest
 
 from ensclust.experiment.compare import compare, summary_line
 from ensclust.experiment.config import load_config_text
-from ensclust.experiment.report import build_tables, latex_document, table_markdown
+from ensclust.experiment.report import build_tables, latex_document, table_csv, table_markdown
 from ensclust.experiment.stats import pvalue
 from ensclust.experiment.store import records_to_frame
 
@@ -155,3 +156,24 @@ def test_bar_chart_of_the_tables_is_deterministic(tmp_path):
     assert a[:8] == b"\x89PNG\r\n\x1a\n" and a == b
     tables[0].cells[("Worse", "D1")].row.mean = 0.1  # the picture shows the numbers
     assert plot_tables(tables, tmp_path / "c.png", title="constructed").read_bytes() != a
+
+
+def test_cells_with_another_number_of_clusters_carry_a_mark_explained_in_the_caption():
+    cfg, cells = constructed()
+    cells["n_clusters"] = 3
+    cells["n_clusters_found"] = 3
+    other = (cells["method"] == "Worse") & (cells["dataset"] == "D1")
+    cells.loc[other, "n_clusters_found"] = [15, 3, 37, 20, 3]
+    (table,) = build_tables(cfg, cells)
+    assert table.cells[("Worse", "D1")].other_k == (3, 37, 3)
+    assert all(c.other_k is None for key, c in table.cells.items() if key != ("Worse", "D1"))
+    assert "ᶜ: some fits returned a different number of clusters than asked (Worse on D1: 3..37 found, 3 asked)." \
+        in table.caption
+    md = table_markdown(table, 3)
+    assert "0.514 ± 0.023†ᶜ |" in md and md.count("ᶜ") == 2  # the cell and the caption
+    assert r"$^\dagger$$^{c}$" in latex_document([table], 3)
+    csv = pd.read_csv(io.StringIO(table_csv(table, 3)))
+    assert csv.loc[(csv["method"] == "Worse") & (csv["dataset"] == "D1"), "n_clusters_found"].item() == "3..37"
+    cells["n_clusters_found"] = 3  # every fit found what was asked: no mark, no caption note
+    (table,) = build_tables(cfg, cells)
+    assert "ᶜ" not in table_markdown(table, 3)

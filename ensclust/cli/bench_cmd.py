@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import click
 
+from ensclust.cli.run_cmd import DATA_DIR_SEARCH
+
 
 @click.command("bench")
 @click.option("--out", "out_dir", default="results/bench", show_default=True, help="output folder")
 @click.option("--only", multiple=True, metavar="METHOD", help="benchmark only this method (repeatable)")
 @click.option("--quick", is_flag=True, help="only entries on built-in datasets (no data files needed)")
-@click.option("--benchmarks", "bench_dir", default="benchmarks", show_default=True,
-              type=click.Path(file_okay=False), help="folder with the benchmark *.yaml files")
+@click.option("--benchmarks", "bench_dir", default=None, type=click.Path(file_okay=False), metavar="DIR",
+              help="folder with the benchmark *.yaml files (default: ./benchmarks, else the benchmarks/ "
+                   "folder of the ensclust repository)")
 @click.option("--timeout", type=float, default=1800.0, show_default=True, help="seconds per entry")
-@click.option("--data-dir", default=None, metavar="DIR", help="datasets folder (default: $ENSCLUST_DATA)")
+@click.option("--data-dir", default=None, metavar="DIR", help=f"datasets folder (default: {DATA_DIR_SEARCH})")
 def bench_command(out_dir, only, quick, bench_dir, timeout, data_dir):
     """Time every benchmark entry (benchmarks/*.yaml), each in a fresh subprocess.
 

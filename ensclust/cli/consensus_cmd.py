@@ -8,6 +8,10 @@ import click
 
 from ensclust.errors import UserError
 
+#: CSV column names taken for ground truth, not a base clustering (case-insensitive): with such a column
+#: ``consensus`` needs --y-key (use it as the ground truth) or --no-y (use it as a member).
+GROUND_TRUTH_NAMES = ("truth", "label", "labels", "y", "class", "target", "gnd", "gt")
+
 
 @click.command("consensus")
 @click.option("--pool", "pool_file", required=True, type=click.Path(dir_okay=False),
@@ -19,13 +23,19 @@ from ensclust.errors import UserError
 @click.option("--features", default=None, type=click.Path(dir_okay=False),
               help="dataset file with the features, for methods that need them")
 @click.option("--members-key", default=None, help="variable holding the label matrix in the pool file")
+@click.option("--y-key", default=None, metavar="NAME",
+              help="variable / CSV column (name or index) of the ground truth: not a member; ARI and NMI are "
+                   "printed. A CSV column named " + "/".join(GROUND_TRUTH_NAMES) + " (any case) is refused "
+                   "unless --y-key names it or --no-y is given")
+@click.option("--no-y", is_flag=True, help="no ground truth: every CSV column is a member")
 @click.option("--seed", type=int, default=0, show_default=True, help="random_state of the method")
 @click.option("--out", "out", required=True, type=click.Path(dir_okay=False),
               help="output file: one label per line (0-based)")
-def consensus_command(pool_file, first, n_clusters, method, params, features, members_key, seed, out):
+def consensus_command(pool_file, first, n_clusters, method, params, features, members_key, y_key, no_y, seed, out):
     """Run one consensus method on a label matrix and write one label per line.
 
-    When the pool file holds ground truth, ARI and NMI are printed as well.
+    When the pool file holds ground truth (--y-key, or a .mat/.h5/.npz variable named like y/gnd/gt/label),
+    ARI and NMI are printed as well.
 
     \b
     Examples:
@@ -45,7 +55,18 @@ def consensus_command(pool_file, first, n_clusters, method, params, features, me
     cls = get_method_class(method, where="--method")
     param_dict = dict(parse_assignment(p, "--param") for p in params)
     estimator = get_method(cls.name, **cls.check_params(param_dict, where="--param"))
-    pool = import_pool(pool_file, members_key=members_key)
+    if y_key is not None and no_y:
+        raise UserError("--y-key and --no-y exclude each other")
+    if y_key is None and not no_y and Path(pool_file).suffix.lower() == ".csv":
+        from ensclust.data.io import csv_header
+
+        named = [c for c in (csv_header(pool_file) or []) if c.strip().lower() in GROUND_TRUTH_NAMES]
+        if named:
+            raise UserError(f"{pool_file}: column '{named[0]}' looks like ground truth, not a base clustering; "
+                            f"pass --y-key {named[0]} to use it as the ground truth, or --no-y to use it as a member")
+    pool = import_pool(pool_file, members_key=members_key, y_key=y_key)
+    if no_y:
+        pool.y = None
     members = np.asarray(pool.members)
     if first is not None:
         if not 1 <= first <= members.shape[1]:

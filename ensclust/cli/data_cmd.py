@@ -13,12 +13,14 @@ from ensclust.data import (
     load_dataset,
     resolve_data_dir,
 )
+from ensclust.errors import UserError
 
 _DATA_DIR = click.option(
     "--data-dir",
     type=click.Path(file_okay=False),
     default=None,
-    help="Folder with the data files (default: $ENSCLUST_DATA, then ./datasets or ../shared/datasets).",
+    help="Folder with the data files (default: $ENSCLUST_DATA, then ./datasets when it holds data files, then "
+         "../shared/datasets next to the repository).",
 )
 
 
@@ -40,6 +42,14 @@ def data_list(data_dir, pools, paper):
       ensclust data list --data-dir ../shared/datasets --paper eccms
     """
     ddir = resolve_data_dir(data_dir)
+    if not ddir.is_dir():
+        import os
+
+        source = ("--data-dir" if data_dir else "ENSCLUST_DATA" if os.environ.get("ENSCLUST_DATA")
+                  else "default; ../shared/datasets is absent too")
+        what = "is not a folder" if ddir.exists() else "does not exist"
+        raise UserError(f"data directory {ddir} ({source}) {what}; pass --data-dir DIR or set ENSCLUST_DATA "
+                        "to the folder holding the data files")
     click.echo(f"data directory: {ddir}")
     counts: dict[str, int] = {}
     rows = []

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import click
-from tqdm import tqdm
 
 from ensclust.cli.run_cmd import check_execution, execution_options
 
@@ -19,7 +18,8 @@ def figure_group():
     """
 
 
-@figure_group.command("rcec-synthetic")
+@figure_group.command("rcec-synthetic",
+                      short_help="RCEC Fig. 3: NMI as normal / anomalous / extremely anomalous partitions are added.")
 @click.option("--out", "out_dir", default="results/rcec_fig3_synthetic", show_default=True)
 @click.option("--repetitions", default=20, show_default=True, type=click.IntRange(1))
 @click.option("--max-extra", default=10, show_default=True, type=click.IntRange(0))
@@ -27,15 +27,21 @@ def figure_group():
 @click.option("--quiet", is_flag=True, help="no progress bar")
 def rcec_synthetic(out_dir, repetitions, max_extra, seed, quiet):
     """RCEC Fig. 3: NMI as normal / anomalous / extremely anomalous partitions are added."""
+    from tqdm import tqdm
+
+    from ensclust.experiment.store import ensure_dir
     from ensclust.figures import rcec_synthetic as exp
 
+    ensure_dir(out_dir)  # an unwritable --out is a one-line error before any computation
     total = 3 * (max_extra + 1) * repetitions
     with tqdm(total=total, disable=quiet, desc="rcec-synthetic") as bar:
         records = exp.run(out_dir, n_extra=range(max_extra + 1), repetitions=repetitions, seed=seed, progress=bar)
     click.echo(f"wrote {out_dir}/table.csv, table.md, fig3.png ({len(records)} records)")
 
 
-@figure_group.command("ensemble-size")
+@figure_group.command("ensemble-size",
+                      short_help="Metric vs ensemble size M (e.g. AWEC Fig. 5): run CONFIG once per M and plot "
+                                 "every method.")
 @click.argument("config", type=click.Path(dir_okay=False))
 @click.option("--sizes", default="10,20,30,40,50", show_default=True, metavar="LIST",
               help="comma-separated ensemble sizes M; the config runs once per size")

@@ -50,7 +50,9 @@ def _spec_options(f):
         click.option("--init", type=click.Choice(["k-means++", "random"]), default="k-means++", show_default=True),
         click.option("--seed", type=int, default=0, show_default=True, help="Master seed of the pool."),
         click.option("--preprocess", type=click.Choice(PREPROCESS), default="none", show_default=True),
-        click.option("--cache-dir", type=click.Path(file_okay=False), default=DEFAULT_CACHE_DIR, show_default=True),
+        click.option("--cache-dir", type=click.Path(file_okay=False), default=DEFAULT_CACHE_DIR, show_default=True,
+                     help="Folder of the pool cache; a folder other than the default also keeps the data files' "
+                          "checksums (sha256.json)."),
     ]
     for option in reversed(options):  # click lists options in decoration order, bottom-up
         f = option(f)
@@ -59,11 +61,18 @@ def _spec_options(f):
 
 def _build(dataset, generator, k, size, feature_ratio, feature_subset, init, seed, preprocess, cache_dir, data_dir,
            progress):
-    ds = load_dataset(dataset, data_dir=data_dir, preprocess=preprocess)
-    spec = {"source": "generate", "generator": generator, "k": _parse_k(k), "size": size,
-            "feature_ratio": _parse_ratio(feature_ratio), "feature_subset": feature_subset, "init": init}
-    t0 = time.perf_counter()
-    pool = get_pool(ds, spec, seed=seed, data_dir=data_dir, cache_dir=cache_dir, progress=progress)
+    from contextlib import nullcontext
+
+    from ensclust.data.registry import checksum_cache_dir
+
+    # a chosen --cache-dir holds everything the command caches: the data files' checksums (sha256.json) too
+    own_dir = Path(cache_dir) != Path(DEFAULT_CACHE_DIR)
+    with checksum_cache_dir(cache_dir) if own_dir else nullcontext():
+        ds = load_dataset(dataset, data_dir=data_dir, preprocess=preprocess)
+        spec = {"source": "generate", "generator": generator, "k": _parse_k(k), "size": size,
+                "feature_ratio": _parse_ratio(feature_ratio), "feature_subset": feature_subset, "init": init}
+        t0 = time.perf_counter()
+        pool = get_pool(ds, spec, seed=seed, data_dir=data_dir, cache_dir=cache_dir, progress=progress)
     return ds, pool, time.perf_counter() - t0
 
 
@@ -182,17 +191,23 @@ def pool_import(file, members_key, y_key, layout, out):
         out = Path(out)
         if out.suffix.lower() not in (".h5", ".hdf5"):
             raise UserError(f"{out}: --out must end in .h5 or .hdf5")
-        out.parent.mkdir(parents=True, exist_ok=True)
+        from ensclust.experiment.store import ensure_dir
+
+        ensure_dir(out.parent)
         tmp = out.with_name(out.name + ".tmp")
-        with h5py.File(tmp, "w") as fh:
-            fh["members"] = pool.members
-            fh["ks"] = pool.ks
-            fh["seeds"] = pool.seeds
-            if pool.y is not None:
-                fh["y"] = pool.y
-            fh.attrs["source"] = str(file)
-            fh.attrs["members_sha256"] = pool.meta["members_sha256"]
-        tmp.replace(out)
+        try:
+            with h5py.File(tmp, "w") as fh:
+                fh["members"] = pool.members
+                fh["ks"] = pool.ks
+                fh["seeds"] = pool.seeds
+                if pool.y is not None:
+                    fh["y"] = pool.y
+                fh.attrs["source"] = str(file)
+                fh.attrs["members_sha256"] = pool.meta["members_sha256"]
+            tmp.replace(out)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            raise UserError(f"{out}: cannot write the file ({exc.strerror or str(exc).splitlines()[0]})") from None
         click.echo(f"written:  {out}")
 
 

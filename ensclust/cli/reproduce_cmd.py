@@ -30,8 +30,10 @@ from ensclust.errors import UserError
 @click.option("--quiet", "-q", is_flag=True, help="no progress bars")
 def reproduce_command(paper, table, tier, dry_run, status, assemble_only, with_method, with_params, with_label, jobs,
                       executor, scheduler, results_root, data_dir, reference_root, quiet):
-    """Reproduce PAPER (acmk, awec, eccms, rcec, spce or all): run the configs of its tables, then write each
-    table as the paper prints it (results/papers/PAPER/) and the scorecard (results/REPRODUCTION.md).
+    """Reproduce a paper's tables: run their configs, lay them out as printed, write the scorecard.
+
+    PAPER is acmk, awec, eccms, rcec, spce or all. The configs of its tables run; then every table is written
+    as the paper prints it (results/papers/PAPER/) and the scorecard to results/REPRODUCTION.md.
 
     Finished cells are reused (a rerun resumes; a clone resumes from the committed cells.csv files).
     The configs run cheapest first.

@@ -6,9 +6,14 @@ from pathlib import Path
 
 import click
 
-from ensclust.errors import UserError
+from ensclust.errors import CellsFailed, Interrupted, UserError
 
 EXECUTORS = ("local", "dask")  # = ensclust.experiment.executors.EXECUTORS (not imported: keeps startup fast)
+#: Where the data directory is looked for without --data-dir (ensclust.data.registry.resolve_data_dir;
+#: a config's data_dir comes first).
+DATA_DIR_SEARCH = ("$ENSCLUST_DATA, then ./datasets when it holds data files, then ../shared/datasets next to "
+                   "the repository")
+DATA_DIR_ORDER = f"the config's data_dir, then {DATA_DIR_SEARCH}"
 
 
 def parse_formats(text: str | None):
@@ -43,7 +48,7 @@ def execution_options(func):
         click.option("--results", "results_root", default="results", show_default=True, metavar="DIR",
                      help="results root; the experiment goes to DIR/<name>/"),
         click.option("--data-dir", default=None, metavar="DIR",
-                     help="datasets folder (default: $ENSCLUST_DATA, then ./datasets)"),
+                     help=f"datasets folder (default: {DATA_DIR_ORDER})"),
         click.option("--memory", type=click.Choice(("rss", "tracemalloc", "off")), default=None,
                      help="per-fit peak memory: rss (default on Linux; free), tracemalloc (Python/NumPy "
                           "allocations; slows allocation-heavy fits) or off"),
@@ -90,7 +95,8 @@ def run_command(config, jobs, executor, scheduler, force, retry_failed, quiet, r
     """Run an experiment described in a YAML CONFIG and write its tables.
 
     Finished cells are stored under RESULTS/<name>/cells/; a rerun resumes and skips them (use --force to
-    recompute). Ctrl-C keeps every finished cell.
+    recompute). Ctrl-C keeps every finished cell. Exit code 3 when some cells failed (the tables are
+    still written; the first failure is printed), 2 for a user error.
 
     \b
     Examples:
@@ -100,7 +106,6 @@ def run_command(config, jobs, executor, scheduler, force, retry_failed, quiet, r
       ensclust run configs/paper/eccms_table4_ari.yaml --dataset Ecoli --method LWEA --dry-run
     """
     from ensclust.experiment.config import load_config
-    from ensclust.experiment.runner import run_experiment
 
     check_execution(jobs, executor, scheduler)
     cfg = load_config(config)
@@ -122,27 +127,55 @@ def run_command(config, jobs, executor, scheduler, force, retry_failed, quiet, r
                     and (not only_methods or cell["method"] in only_methods))
 
     _terminate_like_ctrl_c()
-    root = run_experiment(cfg, results_root=results_root, jobs=jobs, executor=executor, scheduler=scheduler,
-                          force=force, retry_failed=retry_failed, quiet=quiet, data_dir=data_dir,
-                          cell_filter=cell_filter, dry_run=click.echo if dry_run else False, memory=memory)
+    root = run_resumable(cfg, results_root=results_root, jobs=jobs, executor=executor, scheduler=scheduler,
+                         force=force, retry_failed=retry_failed, quiet=quiet, data_dir=data_dir,
+                         cell_filter=cell_filter, dry_run=click.echo if dry_run else False, memory=memory)
     if not dry_run:
         _print_summary(root, quiet)
 
 
-def _print_summary(root: Path, quiet: bool) -> None:
-    import pandas as pd
+def run_resumable(cfg, *, results_root, **options) -> Path:
+    """:func:`~ensclust.experiment.runner.run_experiment`; on Ctrl-C (or SIGTERM) an :class:`Interrupted`
+    that says how many cells of the plan are stored and that a rerun resumes."""
+    from ensclust.experiment.runner import plan_cells, run_experiment
+    from ensclust.experiment.store import ResultStore
 
-    cells_path = Path(root) / "cells.csv"
-    if not cells_path.exists():
+    try:
+        return run_experiment(cfg, results_root=results_root, **options)
+    except KeyboardInterrupt:
+        planned = plan_cells(cfg)
+        stored = len(ResultStore(Path(results_root) / cfg.name).read_planned(planned))
+        raise Interrupted(f"{stored} of {len(planned)} cells are stored; rerun the same command to resume") from None
+
+
+def _print_summary(root: Path, quiet: bool) -> None:
+    """The last line of a run: its cell count, or :class:`CellsFailed` when some cells failed."""
+    if not (Path(root) / "cells.csv").exists():
         click.echo(f"{root}: no cell finished", err=True)
         return
-    cells = pd.read_csv(cells_path, keep_default_na=False, na_values=[""])
+    cells = _read_cells(root)
+    raise_if_cells_failed(root, cells)
+    click.echo(f"{root}: {len(cells)} cells, 0 failed", err=quiet)
+
+
+def _read_cells(root: Path):
+    from ensclust.experiment.store import ResultStore
+
+    return ResultStore(root).load_cells()
+
+
+def raise_if_cells_failed(root: Path, cells=None) -> None:
+    """:class:`CellsFailed` (exit code 3) naming the first failure when cells.csv of ``root`` has failed cells."""
+    if cells is None:
+        if not (Path(root) / "cells.csv").exists():
+            return
+        cells = _read_cells(root)
     failed = cells[cells["status"] != "ok"]
-    line = f"{root}: {len(cells)} cells, {len(failed)} failed"
     if len(failed):
         first = failed.iloc[0]
-        line += f" (e.g. {first['dataset']}/{first['method']} rep {first['rep']}: {first['error']})"
-    click.echo(line, err=quiet)
+        rep = "pool" if int(first["rep"]) < 0 else f"rep {int(first['rep'])}"
+        raise CellsFailed(f"{root}: {len(failed)} of {len(cells)} cells failed; first failure: "
+                          f"{first['dataset']}/{first['method']} {rep}: {first['error']}")
 
 
 @click.command("report")

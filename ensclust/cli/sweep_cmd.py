@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ensclust.cli.run_cmd import check_execution, execution_options
+from ensclust.cli.run_cmd import check_execution, execution_options, raise_if_cells_failed, run_resumable
 from ensclust.errors import UserError
 
 
@@ -30,7 +30,8 @@ def sweep_command(method, param, fixed, datasets, base_config, repetitions, ense
     """Sweep one parameter of a method and plot metric vs parameter.
 
     Runs through the same runner and store as 'ensclust run' (resumable), in
-    RESULTS/sweep_<method>_<param>/, and writes sweep.csv and sweep.png there.
+    RESULTS/sweep_<method>_<param>/, and writes sweep.csv and sweep.png there. Exit code 3 when some
+    cells failed (as for 'ensclust run').
 
     \b
     Examples:
@@ -38,7 +39,6 @@ def sweep_command(method, param, fixed, datasets, base_config, repetitions, ense
       ensclust sweep -m eccms -p lambda=log:1e-3:1e2:6 --set alpha=0.8 --config configs/demo.yaml
       ensclust sweep -m eac-al -p dtype=[float32,float64] -d digits -r 5 --ensemble-size 10
     """
-    from ensclust.experiment.runner import run_experiment
     from ensclust.experiment.sweep import build_sweep_config, parse_assignment, write_sweep_outputs
 
     check_execution(jobs, executor, scheduler)
@@ -51,9 +51,9 @@ def sweep_command(method, param, fixed, datasets, base_config, repetitions, ense
     cfg = build_sweep_config(method, pname, grid, datasets=datasets, fixed=fixed_params, repetitions=repetitions,
                              ensemble_size=ensemble_size, pool_size=pool_size, metrics=metrics, seed=seed,
                              base_config=base_config, name=name)
-    root = run_experiment(cfg, results_root=results_root, jobs=jobs, executor=executor, scheduler=scheduler,
-                          force=force, retry_failed=retry_failed, quiet=True, data_dir=data_dir,
-                          write_reports=True, memory=memory)
+    root = run_resumable(cfg, results_root=results_root, jobs=jobs, executor=executor, scheduler=scheduler,
+                         force=force, retry_failed=retry_failed, quiet=True, data_dir=data_dir,
+                         write_reports=True, memory=memory)
     paths = write_sweep_outputs(root, cfg)
     if not quiet:
         import pandas as pd
@@ -62,6 +62,7 @@ def sweep_command(method, param, fixed, datasets, base_config, repetitions, ense
         click.echo(frame.pivot_table(index=["dataset", pname], columns="metric", values="mean", sort=False)
                    .round(4).to_string())
     click.echo("wrote " + ", ".join(map(str, paths)), err=quiet)
+    raise_if_cells_failed(root)
 
 
 def add_commands(cli):

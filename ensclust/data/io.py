@@ -226,25 +226,59 @@ def _read_npz(path: Path, variables) -> dict:
         raise _corrupt(path, exc) from None
 
 
-def _read_csv(path: Path, variables) -> dict:
-    """Read a CSV table column-wise; a first row that is not all numbers is taken as the header."""
-    import pandas as pd
+def _is_number(s: str) -> bool:
+    try:
+        float(s)
+        return True
+    except ValueError:
+        return False
 
+
+def csv_header(path) -> list[str] | None:
+    """The column names of a CSV file, or None when its first row is all numbers (no header)."""
+    first = _first_csv_row(Path(path))
+    return None if all(_is_number(s) for s in first) else [s.strip() for s in first]
+
+
+def _first_csv_row(path: Path) -> list[str]:
     try:
         with open(path, newline="") as fh:
             first = next(csv.reader(fh), None)
     except UnicodeDecodeError:
         raise UserError(f"{path}: not a text CSV file; save the table as comma-separated text") from None
+    except csv.Error as exc:
+        raise UserError(f"{path}: cannot parse the CSV file ({exc})") from None
     if not first:
         raise UserError(f"{path}: the CSV file is empty")
+    return first
 
-    def _is_number(s: str) -> bool:
-        try:
-            float(s)
-            return True
-        except ValueError:
-            return False
 
+def _check_rectangular(path: Path) -> None:
+    """Every non-blank line has as many fields as the first (pandas would pad a short row with NaN)."""
+    try:
+        with open(path, newline="") as fh:
+            reader = csv.reader(fh)
+            width = None
+            for row in reader:
+                if not row or (len(row) == 1 and not row[0].strip()):
+                    continue  # blank line
+                if width is None:
+                    width = len(row)
+                elif len(row) != width:
+                    raise UserError(f"{path}: ragged/inconsistent number of columns at line {reader.line_num} "
+                                    f"({len(row)} fields, the first row has {width}); fix or remove that line")
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: not a text CSV file; save the table as comma-separated text") from None
+    except csv.Error as exc:
+        raise UserError(f"{path}: cannot parse the CSV file ({exc})") from None
+
+
+def _read_csv(path: Path, variables) -> dict:
+    """Read a CSV table column-wise; a first row that is not all numbers is taken as the header."""
+    import pandas as pd
+
+    first = _first_csv_row(path)
+    _check_rectangular(path)
     header = 0 if not all(_is_number(s) for s in first) else None
     try:
         frame = pd.read_csv(path, header=header)

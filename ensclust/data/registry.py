@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -71,7 +72,22 @@ def resolve_data_dir(data_dir=None) -> Path:
 # Checksums, cached by (path, size, mtime) so `ensclust data list` does not re-hash 45 MB every time.
 
 
+_CHECKSUM_DIR: list = []  # innermost checksum_cache_dir() last
+
+
+@contextlib.contextmanager
+def checksum_cache_dir(path):
+    """Keep the checksum sidecar (``sha256.json``) in ``path`` inside the block (``pool build --cache-dir``)."""
+    _CHECKSUM_DIR.append(Path(path))
+    try:
+        yield
+    finally:
+        _CHECKSUM_DIR.pop()
+
+
 def _checksum_cache_file() -> Path:
+    if _CHECKSUM_DIR:
+        return _CHECKSUM_DIR[-1] / "sha256.json"
     return Path(os.environ.get("ENSCLUST_CACHE_DIR", "results/cache")) / "sha256.json"
 
 
@@ -84,7 +100,8 @@ def _sha256_file(path: Path) -> str:
 
 
 def file_sha256(path, *, use_cache: bool = True) -> str:
-    """sha256 of a file; remembered in ``results/cache/sha256.json`` keyed by path, size and mtime."""
+    """sha256 of a file; remembered in ``results/cache/sha256.json`` (``$ENSCLUST_CACHE_DIR``, or the folder of
+    :func:`checksum_cache_dir`) keyed by path, size and mtime."""
     path = Path(path).resolve()
     st = path.stat()
     key = f"{path}|{st.st_size}|{st.st_mtime_ns}"

@@ -16,6 +16,9 @@ Marking rule (the same in CSV, Markdown and LaTeX):
    tests (equal / unequal variances) instead. Fewer than two paired repetitions: no test, no mark.
 4. Missing cells (never run, or all repetitions failed) print as "--"; cells where some repetitions
    failed show the mean over the finished ones and the table CSV records ``n`` and ``n_failed``.
+5. A superscript c (ᶜ) marks a cell where some fits behind it returned a different number of clusters
+   than asked (cells.csv ``n_clusters_found`` vs ``n_clusters``); the caption lists the range found and
+   the table CSV records it (``n_clusters_found``).
 
 Captions state the metric, the number of repetitions, the NMI normalisation, the tuning policy of each
 tuned method and the values it chose.
@@ -37,6 +40,7 @@ from ensclust.experiment.tuning import Row, summarize
 METRIC_NAMES = {"acc": "ACC", "nmi": "NMI", "ari": "ARI", "fscore": "F-score", "fmeasure": "F-measure",
                 "purity": "Purity"}
 DAGGER = "†"
+OTHER_K = "ᶜ"  # some fits returned a different number of clusters than asked
 
 
 @dataclass
@@ -46,6 +50,7 @@ class Cell:
     p_vs_best: float = math.nan
     worse: bool = False  # significantly worse than the best
     is_best: bool = False  # the method the others are tested against
+    other_k: tuple | None = None  # (min found, max found, asked) when some fits missed the asked k
 
 
 @dataclass
@@ -83,20 +88,52 @@ def mark_column(cells: list[Cell], decimals: int, ttest: str, alpha: float) -> N
         c.worse = (not math.isnan(p)) and p < alpha and c.row.mean < best.row.mean
 
 
+def _clusters_found(cells_frame: pd.DataFrame) -> dict:
+    """(dataset, method, point, rep) -> (asked, found) for the finished fits that report how many they found."""
+    if "n_clusters_found" not in cells_frame.columns:
+        return {}
+    frame = cells_frame[(cells_frame["status"] == "ok") & cells_frame["n_clusters_found"].notna()
+                        & cells_frame["n_clusters"].notna()]
+    return {(d, m, int(p), int(r)): (int(a), int(f)) for d, m, p, r, a, f in
+            zip(frame["dataset"], frame["method"], frame["point"], frame["rep"], frame["n_clusters"],
+                frame["n_clusters_found"], strict=True)}
+
+
+def _other_k(row: Row, found: dict) -> tuple | None:
+    """(min found, max found, asked) over the fits behind ``row`` when any of them missed the asked k."""
+    pairs = [found[key] for key in ((row.dataset, row.method_spec, p, r) for p, r in row.used) if key in found]
+    if not any(a != f for a, f in pairs):
+        return None
+    values = [f for _, f in pairs]
+    return min(values), max(values), pairs[0][0]
+
+
 def build_tables(config: ExperimentConfig, cells_frame: pd.DataFrame) -> list[Table]:
     rows = summarize(config, cells_frame)
+    found = _clusters_found(cells_frame)
     tables = []
     reps = config.ensemble["repetitions"]
     for metric in config.metrics:
         mrows = [r for r in rows if r.metric == metric]
         methods = list(dict.fromkeys(r.method for r in mrows))
         datasets = [d.label for d in config.datasets]
-        cells = {(r.method, r.dataset): Cell(r) for r in mrows}
+        cells = {(r.method, r.dataset): Cell(r, other_k=None if r.pseudo else _other_k(r, found)) for r in mrows}
         for ds in datasets:
             mark_column([cells[(m, ds)] for m in methods if (m, ds) in cells], config.decimals, config.ttest,
                         config.alpha)
-        tables.append(Table(metric, datasets, methods, cells, caption(config, metric, mrows, reps)))
+        text = caption(config, metric, mrows, reps)
+        other = [c for c in cells.values() if c.other_k is not None and not math.isnan(c.row.mean)]
+        if other:
+            ranges = "; ".join(f"{c.row.method} on {c.row.dataset}: {_k_range(c.other_k)} found, "
+                               f"{c.other_k[2]} asked" for c in other)
+            text += f" {OTHER_K}: some fits returned a different number of clusters than asked ({ranges})."
+        tables.append(Table(metric, datasets, methods, cells, text))
     return tables
+
+
+def _k_range(other_k: tuple) -> str:
+    lo, hi, _ = other_k
+    return f"{lo}..{hi}" if lo != hi else f"{lo}"
 
 
 def caption(config: ExperimentConfig, metric: str, rows: list[Row], reps: int) -> str:
@@ -141,7 +178,7 @@ def _cell_text(c: Cell | None, decimals: int) -> tuple[str, str]:
     text = _num(c.row.mean, decimals)
     if not math.isnan(c.row.std):
         text += f" ± {_num(c.row.std, decimals)}"
-    return text, (DAGGER if c.worse else "")
+    return text, (DAGGER if c.worse else "") + (OTHER_K if c.other_k is not None else "")
 
 
 def table_csv(table: Table, decimals: int) -> str:
@@ -156,6 +193,7 @@ def table_csv(table: Table, decimals: int) -> str:
                         "n": r.n, "n_failed": r.n_failed, "policy": r.policy, "params": r.params,
                         "mark": c.mark, "best": c.is_best, "p_vs_best": c.p_vs_best,
                         "significantly_worse": c.worse, "base_statistic": r.pseudo,
+                        "n_clusters_found": "" if c.other_k is None else _k_range(c.other_k),
                         "text": _cell_text(c, decimals)[0] + _cell_text(c, decimals)[1],
                         "caption": table.caption})
     frame = pd.DataFrame(out)
@@ -186,7 +224,7 @@ def table_markdown(table: Table, decimals: int) -> str:
 
 _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
                   "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-                  "±": r"$\pm$", "†": r"$^\dagger$", "α": r"$\alpha$", "λ": r"$\lambda$", "θ": r"$\theta$"}
+                  "±": r"$\pm$", "†": r"$^\dagger$", "ᶜ": r"$^{c}$", "α": r"$\alpha$", "λ": r"$\lambda$", "θ": r"$\theta$"}
 
 
 def latex_escape(text: str) -> str:
@@ -215,6 +253,8 @@ def table_latex(table: Table, decimals: int) -> str:
                 text = rf"\underline{{{text}}}"
             if c.worse:
                 text += r"$^\dagger$"
+            if c.other_k is not None:
+                text += r"$^{c}$"
             cols_text.append(text)
         lines.append(latex_escape(m) + " & " + " & ".join(cols_text) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]

@@ -39,20 +39,78 @@ def atomic_write_text(path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def atomic_write_bytes(path, data: bytes) -> None:
+def _umask() -> int:
+    """The process umask, read without changing it where Linux allows (``os.umask`` is set-and-return)."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def file_mode() -> int:
+    """Mode of the files ensclust writes: 0666 minus the umask (0644 with the usual umask 022), like ``open``."""
+    return 0o666 & ~_umask()
+
+
+def _reason(exc: OSError) -> str:
+    return exc.strerror or type(exc).__name__
+
+
+def ensure_dir(path) -> Path:
+    """Create folder ``path`` with its parents; a folder that cannot be created is a :class:`UserError`."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise UserError(f"{path}: cannot create the folder (a file of that name exists)") from None
+    except OSError as exc:
+        raise UserError(f"{path}: cannot create the folder ({_reason(exc)})") from None
+    return path
+
+
+def atomic_write_bytes(path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same folder and ``os.replace``.
+
+    The file gets the mode ``open`` would give it (0644 under umask 022; ``mkstemp`` alone makes it 0600).
+    A destination that cannot be written (no permission, a file where a folder is expected, disk full) is a
+    :class:`UserError` naming the path.
+    """
+    path = Path(path)
+    ensure_dir(path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise UserError(f"{path}: cannot write the file ({_reason(exc)})") from None
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
+        os.chmod(tmp, file_mode())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(exc, OSError):
+            raise UserError(f"{path}: cannot write the file ({_reason(exc)})") from None
         raise
+
+
+def read_csv_checked(path, what: str, remedy: str, **kwargs) -> pd.DataFrame:
+    """``pd.read_csv`` of a file ensclust wrote; a truncated or damaged file is a one-line :class:`UserError`."""
+    try:
+        return pd.read_csv(path, **kwargs)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as exc:
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise UserError(f"{path}: corrupt or truncated {what} ({detail}); {remedy}") from None
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read {what} ({_reason(exc)})") from None
 
 
 def slug(text: str) -> str:
@@ -82,9 +140,15 @@ class ResultStore:
         if not path.exists():
             raise UserError(f"{self.root}: not a results folder (no experiment.json; run 'ensclust run CONFIG' first)")
         try:
-            return ExperimentConfig.from_dict(json.loads(path.read_text(encoding="utf-8")))
-        except (ValueError, TypeError, KeyError) as exc:
-            raise UserError(f"{path}: unreadable experiment.json ({exc})") from None
+            text = path.read_bytes()  # json.loads decodes (bad UTF-8 is a ValueError below)
+        except OSError as exc:
+            raise UserError(f"{path}: cannot read experiment.json ({_reason(exc)})") from None
+        try:
+            return ExperimentConfig.from_dict(json.loads(text))
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise UserError(f"{path}: corrupt or truncated experiment.json ({detail}); rerun the experiment "
+                            "(ensclust run CONFIG) to rewrite it") from None
 
     # -- cells ------------------------------------------------------------------------------------
     def cell_path(self, cell: dict) -> Path:
@@ -224,17 +288,46 @@ class ResultStore:
         """Rebuild cells.csv / timing.csv if :meth:`aggregates_stale`; True when they were rewritten."""
         return self.aggregates_stale() and self.rebuild_aggregates(config) is not None
 
+    def _rebuild_hint(self, name: str) -> str:
+        if self.cells_dir.is_dir():
+            return (f"delete it and run 'ensclust report {self.root}' to rebuild it from cells/, "
+                    "or rerun the experiment")
+        return f"rerun the experiment to rewrite {name} (this folder has no cells/ to rebuild it from)"
+
+    def _check_frame(self, frame: pd.DataFrame, path: Path, required: list[str], complete: list[str]) -> pd.DataFrame:
+        """A loaded cells.csv / timing.csv must have its columns and no row cut short (empty key fields)."""
+        missing = [c for c in required if c not in frame.columns]
+        problem = f"no column {', '.join(missing)}" if missing else None
+        if problem is None:
+            short = frame[complete].isna().any(axis=1).to_numpy().nonzero()[0]
+            if short.size:
+                problem = f"row {int(short[0]) + 2} is incomplete"  # + header line, 1-based
+        if problem:
+            raise UserError(f"{path}: corrupt or truncated {path.name} ({problem}); {self._rebuild_hint(path.name)}")
+        return frame
+
+    def _rebuild_hint(self, name: str) -> str:
+        if self.cells_dir.is_dir():
+            return (f"delete it and run 'ensclust report {self.root}' to rebuild it from cells/, "
+                    "or rerun the experiment")
+        return f"rerun the experiment to rewrite {name} (this folder has no cells/ to rebuild it from)"
+
     def load_cells(self) -> pd.DataFrame:
         path = self.root / "cells.csv"
         if not path.exists():
             raise UserError(f"{self.root}: no cells.csv (the experiment has not finished any cell yet)")
-        frame = pd.read_csv(path, dtype={"params": str, "labels_sha256": str, "error": str},
-                            keep_default_na=False, na_values=[""])
-        return frame
+        frame = read_csv_checked(path, "cells.csv", self._rebuild_hint("cells.csv"),
+                                 dtype={"params": str, "labels_sha256": str, "error": str},
+                                 keep_default_na=False, na_values=[""])
+        return self._check_frame(frame, path, CELL_COLUMNS, ["dataset", "method", "point", "rep", "status"])
 
     def load_timing(self) -> pd.DataFrame | None:
         path = self.root / "timing.csv"
-        return pd.read_csv(path) if path.exists() else None
+        if not path.exists():
+            return None
+        frame = read_csv_checked(path, "timing.csv", self._rebuild_hint("timing.csv"))
+        required = ["dataset", "method", "point", "rep", "time_s", "peak_mem_mb"]
+        return self._check_frame(frame, path, required, ["dataset", "method", "point", "rep"])
 
 
 def records_to_frame(config: ExperimentConfig, records: list[dict]) -> pd.DataFrame:

@@ -3,7 +3,9 @@
 ``ensclust summary`` writes ``results/README.md`` from the files the runs left behind (``experiment.json``,
 ``comparison*.md``, ``cells.csv``, ``*.png``), so the index never states a number that is not in a results file.
 When a folder was compared with several paper tables, its ``comparison.md`` only indexes the per-table
-``comparison_<stem>.md`` files, so it is not listed (the per-table files are).
+``comparison_<stem>.md`` files, so it is not listed (the per-table files are). A single-table
+``comparison.md`` (not an index) beside per-table files is a leftover of an earlier single-table compare,
+older than the per-table files, and is not listed either (it linked files that are not in the repository).
 """
 
 from __future__ import annotations
@@ -28,13 +30,20 @@ def _first_summary_line(md: Path) -> str:
     return ""
 
 
+def _comparisons(folder: Path) -> list[Path]:
+    """The comparison files of a results folder worth linking (see the module docstring)."""
+    found = sorted(folder.glob("comparison*.md"))
+    per_table = [c for c in found if c.name.startswith("comparison_")]
+    return [c for c in found if not _is_comparison_index(c) and not (per_table and c.name == "comparison.md")]
+
+
 def experiment_rows(root: Path) -> list[dict]:
     """One dict per results sub-folder (sorted by name)."""
     rows = []
     for folder in sorted(p for p in root.iterdir() if p.is_dir() and p.name not in SKIP):
         meta_path = folder / "experiment.json"
         meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
-        comparisons = [c for c in sorted(folder.glob("comparison*.md")) if not _is_comparison_index(c)]
+        comparisons = _comparisons(folder)
         n_cells = 0
         if (folder / "cells.csv").exists():
             with open(folder / "cells.csv") as fh:
@@ -85,9 +94,9 @@ def render(root: Path) -> str:
 
 
 def write_summary(root, out=None) -> Path:
+    from ensclust.experiment.store import atomic_write_text
+
     root = Path(root)
     out = Path(out) if out else root / "README.md"
-    tmp = out.with_suffix(".md.tmp")
-    tmp.write_text(render(root))
-    tmp.replace(out)
+    atomic_write_text(out, render(root))
     return out

@@ -21,13 +21,16 @@ from pathlib import Path
 
 import numpy as np
 
+from ensclust.errors import EnsclustWarning
 from ensclust.pools.pool import Pool, members_checksum
 
 FORMAT_VERSION = 1
 
 
-class PoolCacheWarning(UserWarning):
-    """A cached pool was unreadable or failed verification and is being rebuilt."""
+class PoolCacheWarning(EnsclustWarning):
+    """A cached pool was unreadable or failed verification and is being rebuilt, or could not be written.
+
+    The CLI prints it as one line ``ensclust: warning: ...`` (see ``ensclust.cli.main``)."""
 
 
 def pool_key(identity: dict) -> str:
@@ -76,8 +79,22 @@ def read_cached(path: Path, key: str, n: int, m: int) -> Pool | None:
 
 
 def write_cached(path: Path, key: str, pool: Pool) -> None:
-    """Write atomically: temp file in the same folder, then ``os.replace``."""
+    """Write atomically: temp file in the same folder, then ``os.replace`` (mode 0666 minus the umask).
+
+    A cache that cannot be written is not an error: the pool is in memory, so a :class:`PoolCacheWarning`
+    says so and the run goes on (the next run generates the pool again)."""
+    try:
+        _write_cached(path, key, pool)
+    except OSError as exc:
+        reason = exc.strerror or str(exc).splitlines()[0]
+        warnings.warn(f"pool cache {path} cannot be written ({reason}); going on without caching this pool",
+                      PoolCacheWarning, stacklevel=3)
+
+
+def _write_cached(path: Path, key: str, pool: Pool) -> None:
     import h5py
+
+    from ensclust.experiment.store import file_mode
 
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".h5.tmp", dir=path.parent)
@@ -94,6 +111,7 @@ def write_cached(path: Path, key: str, pool: Pool) -> None:
             fh.attrs["dataset"] = json.dumps(pool.meta["dataset"], sort_keys=True, default=str)
             fh.attrs["dataset_sha256"] = str(pool.meta["dataset"].get("sha256", ""))
             fh.attrs["members_sha256"] = pool.meta["members_sha256"]
+        os.chmod(tmp, file_mode())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -7,10 +7,11 @@ from pathlib import Path
 import numpy as np
 from scipy import sparse
 
+from ensclust.core.labels import check_members
 from ensclust.data.dataset import encode_labels
 from ensclust.data.io import Y_KEYS, pick_key, read_arrays
 from ensclust.errors import UserError
-from ensclust.pools.pool import Pool, members_checksum, relabel_columns
+from ensclust.pools.pool import Pool, members_checksum
 
 #: Variable names tried for the member matrix (exact, then ignoring case).
 MEMBER_KEYS = ("members", "E", "BCs", "base_clusterings", "baseCls", "IDX", "Pi", "labels_matrix", "M")
@@ -113,7 +114,7 @@ def import_pool(path, *, members_key=None, y_key=None, layout: str = "auto") -> 
             f"{path}: the member matrix is {n_rows} x {n_cols} but the ground truth has {y.shape[0]} entries; "
             "they must match (check --layout or the y variable)"
         )
-    members = relabel_columns(mat)
+    members = check_members(mat, where=str(path)).astype(np.int32)  # refuses the missing label -1
     ks = members.max(axis=0).astype(np.int64) + 1
     meta = {
         "source": "file",
