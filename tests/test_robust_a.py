@@ -124,6 +124,10 @@ def test_trce_kl_matches_explicit_base_graphs():
     B /= B.sum(axis=1, keepdims=True)
     Y = one_hot(members)
     got = kl_to_graph(B, Y, members, cluster_offsets(members), np.asarray(Y.sum(axis=0)).ravel())
+    # restricted to the co-clustered pairs (as in the fit): the same values
+    got_support = kl_to_graph(B, Y, members, cluster_offsets(members), np.asarray(Y.sum(axis=0)).ravel(),
+                              support=Y @ Y.T)
+    np.testing.assert_allclose(got_support, got, rtol=1e-12, atol=1e-12)
     eps = np.finfo(float).eps
     for k in range(members.shape[1]):
         same = members[:, k][:, None] == members[:, k][None, :]

@@ -12,7 +12,7 @@ import numpy as np
 from scipy import sparse
 from scipy.linalg import cho_factor, cho_solve, eigh
 from scipy.sparse.csgraph import connected_components
-from scipy.sparse.linalg import LinearOperator, eigsh
+from scipy.sparse.linalg import LinearOperator, eigsh, splu
 
 from ensclust.core.labels import relabel
 
@@ -77,10 +77,10 @@ def laplacian_smallest_weighted(S: np.ndarray | None, weights: np.ndarray, n_eig
     eigenvalue d_u, the degree of that block, which is >= 1/2 for TRCE's symmetrised simplex rows and so never
     among the few smallest.
 
-    Ls is sparse (TRCE's S-step zeroes most entries) and only the n_eig smallest eigenpairs are needed: ARPACK
-    shift-invert Lanczos around sigma = -1e-3 on a sparse LU of Ls - sigma I, to machine precision (tol = 0).
-    Repeated eigenvalues (several zero eigenvalues when the graph has several components) are found with their
-    multiplicity, which the rank control needs. A dense low-rank graph (TRCE's initial mean of the base graphs)
+    Ls is sparse (TRCE's S-step zeroes most entries) and only the n_eig smallest eigenpairs are needed: the zero
+    eigenvalues come exactly from the connected components (their multiplicity is what the rank control
+    counts), the others from ARPACK Lanczos on (Ls - sigma I)^-1, sigma = -1e-3 (a sparse LU), restricted to
+    the complement of the null space, to machine precision (tol = 0). A dense low-rank graph (TRCE's initial mean of the base graphs)
     is given instead as ``factor`` Q with S = Q Q^T (sparse n_micro x K): the shifted solves then go through
     the Woodbury identity (one K x K Cholesky factor) instead of a sparse LU of a nearly dense matrix. Returns ``(vals ascending, object-row eigenvectors)``; the
     eigenvectors are at most n_micro columns.
@@ -93,7 +93,9 @@ def laplacian_smallest_weighted(S: np.ndarray | None, weights: np.ndarray, n_eig
         d = Ssp @ w
         Ls = (sparse.diags(d) - Dq @ Ssp @ Dq).tocsc()
         n = Ls.shape[0]
-        op_inv = None
+        comp = component_labels(Ssp)
+        lu = splu((Ls - SHIFT_INVERT_SIGMA * sparse.eye(n)).tocsc())
+        solve = lu.solve
     else:
         # S = Q Q^T: Ls = diag(d) - U U^T with U = W^1/2 Q (n_micro x K), and by the Woodbury identity
         # (Ls - sigma I)^-1 = A^-1 + A^-1 U (I - U^T A^-1 U)^-1 U^T A^-1 with A = diag(d - sigma). The K x K
@@ -106,22 +108,39 @@ def laplacian_smallest_weighted(S: np.ndarray | None, weights: np.ndarray, n_eig
         cho = cho_factor(cap, check_finite=False)
         n = U.shape[0]
         Ls = LinearOperator((n, n), matvec=lambda x: d * np.ravel(x) - U @ (U.T @ np.ravel(x)), dtype=np.float64)
+        comp = bipartite_component_labels(Q)
 
         def solve(x):
             y = a_inv * np.ravel(x)
             return y + a_inv * (U @ cho_solve(cho, U.T @ y, check_finite=False))
 
-        op_inv = LinearOperator((n, n), matvec=solve, dtype=np.float64)
+    # The null space is known exactly: one zero eigenvalue per connected component, eigenvector W^1/2 times the
+    # component's indicator (normalised). Lanczos cannot resolve a repeated eigenvalue from one start vector,
+    # and the rank control counts exactly these zeros, so they are not left to the eigensolver: it runs on the
+    # shift-inverted operator restricted to the orthogonal complement of the null space.
+    n_comp = int(comp.max()) + 1 if n else 0
+    N = sparse.csr_matrix((sq, (np.arange(n), comp)), shape=(n, n_comp)).toarray()
+    N /= np.linalg.norm(N, axis=0)[None, :]
     k = min(n_eig, n)
-    if k >= n - 1:  # ARPACK needs k < n - 1; a matrix this small is decomposed densely
-        dense = Ls.toarray() if op_inv is None else Ls @ np.eye(n)
+    k_rest = k - min(n_comp, k)
+    if k_rest == 0:
+        vals, vecs = np.zeros(k), N[:, :k]
+    elif k_rest >= n - n_comp - 1:  # ARPACK needs k < n - 1; a complement this small is decomposed densely
+        dense = Ls.toarray() if factor is None else Ls @ np.eye(n)
         vals, vecs = eigh(dense, subset_by_index=[0, k - 1], check_finite=False)
     else:
+        def project(x):
+            x = np.ravel(x)
+            return x - N @ (N.T @ x)
+
+        op = LinearOperator((n, n), matvec=lambda x: project(solve(project(x))), dtype=np.float64)
         # fixed start vector: the result must not depend on a random state (TRCE is deterministic)
-        v0 = np.random.default_rng(0).standard_normal(n)
-        vals, vecs = eigsh(Ls, k=k, sigma=SHIFT_INVERT_SIGMA, which="LM", v0=v0, tol=0.0, OPinv=op_inv)
-        order = np.argsort(vals)
-        vals, vecs = vals[order], vecs[:, order]
+        v0 = project(np.random.default_rng(0).standard_normal(n))
+        nu, V = eigsh(op, k=k_rest, which="LA", v0=v0, tol=0.0)
+        rest = SHIFT_INVERT_SIGMA + 1.0 / nu        # eigenvalues of Ls from those of (Ls - sigma I)^-1
+        order = np.argsort(rest)
+        vals = np.concatenate([np.zeros(k - k_rest), rest[order]])
+        vecs = np.hstack([N[:, :k - k_rest], V[:, order]])
     # The eigenvalues returned are the n_eig smallest of the whole object spectrum (the rank control reads
     # them): block eigenvalues merged with the within-block ones d_u (multiplicity weights_u - 1). They only
     # matter when there are fewer than n_eig blocks or the graph is nearly empty; the eigenvectors stay the

@@ -52,18 +52,31 @@ THETA_MAX = 1e4
 
 
 def kl_to_graph(B: np.ndarray, Y: sparse.csr_matrix, members: np.ndarray, offsets: np.ndarray,
-                sizes: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+                sizes: np.ndarray, weights: np.ndarray | None = None, support=None) -> np.ndarray:
     """d1(i, k) = KL(S_k(i, :) || B(i, :)) for all rows i and base graphs k (rows x m), without S_k.
 
     ``Y`` is the rows x K one-hot matrix, ``members`` the relabelled label matrix of the rows, ``offsets`` its
     column offsets and ``sizes`` the object-level cluster sizes. With microcluster rows, ``weights`` are the
     microcluster sizes: the sum over the objects j of a cluster is the sum over its microclusters v weighted by
     their sizes (B is constant within microcluster blocks).
+
+    ``support`` (a sparse matrix whose pattern contains every co-clustered pair, e.g. Y Y^T) restricts the
+    product to those entries: the sum for (i, k) runs over the cluster of i in member k, all co-clustered
+    with i, so no other entry of B is ever read.
     """
-    logB = np.log(np.maximum(B, EPS))
-    if weights is not None:
-        logB *= weights[None, :]
-    summed = np.asarray((Y.T @ logB.T).T)  # rows x K: sum over the members of cluster e of log B_ij
+    if support is None:
+        logB = np.log(np.maximum(B, EPS))
+        if weights is not None:
+            logB *= weights[None, :]
+        summed = np.asarray((Y.T @ logB.T).T)  # rows x K: sum over the members of cluster e of log B_ij
+    else:
+        pattern = sparse.csr_matrix(support)
+        rows = np.repeat(np.arange(pattern.shape[0]), np.diff(pattern.indptr))
+        vals = np.log(np.maximum(B[rows, pattern.indices], EPS))
+        if weights is not None:
+            vals *= weights[pattern.indices]
+        logB = sparse.csr_matrix((vals, pattern.indices, pattern.indptr), shape=pattern.shape)
+        summed = (logB @ Y).toarray()
     cols = members + offsets[None, :-1]
     s = sizes[cols]
     return -np.log(s) - np.take_along_axis(summed, cols, axis=1) / s
@@ -209,6 +222,9 @@ class TRCE(ConsensusMethod):
         offsets = cluster_offsets(members)
         sizes = np.asarray(one_hot(members).sum(axis=0)).ravel()   # object-level cluster sizes s_e
         mm = micro.members
+        # pairs of blocks co-clustered in some member: the support of C, B and of every KL sum
+        support = (Ym @ Ym.T).tocsr()
+        support.sort_indices()
 
         def weighted_sum(alpha):
             # sum_k S_k / alpha_k = Y diag(1 / (alpha_k s_e)) Y^T  (block values, dense n_micro x n_micro)
@@ -223,7 +239,7 @@ class TRCE(ConsensusMethod):
                                               factor=Ym @ sparse.diags(1.0 / np.sqrt(m * sizes)))
         F = F[:, :c]
         B = S.copy()
-        d1 = kl_to_graph(B, Ym, mm, offsets, sizes, sizes_u)
+        d1 = kl_to_graph(B, Ym, mm, offsets, sizes, sizes_u, support)
         rho = 1.0 * self.init_rho
         lam = None
         history = {"rho": [], "fn1": []}
@@ -259,7 +275,7 @@ class TRCE(ConsensusMethod):
             S = project_simplex_weighted(distf, sizes_u)
             del distf
             # g. new KL terms, symmetrised graph, embedding
-            d1 = kl_to_graph(B, Ym, mm, offsets, sizes, sizes_u)
+            d1 = kl_to_graph(B, Ym, mm, offsets, sizes, sizes_u, support)
             S += S.T
             S /= 2.0
             F_old = F
@@ -306,4 +322,8 @@ def _object_components(S: np.ndarray, micro) -> np.ndarray:
     lone = np.flatnonzero(isolated[micro.assignment] & (micro.sizes[micro.assignment] > 1))
     if lone.size:
         obj[lone] = micro_labels.max() + 1 + np.arange(lone.size)
-    return relabel(obj)
+    # number the components in order of their first object, as connected_components on the object graph does
+    _, first = np.unique(obj, return_index=True)
+    rank = np.empty(first.size, dtype=np.int64)
+    rank[np.argsort(first)] = np.arange(first.size)
+    return rank[relabel(obj)]
