@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 from scipy import sparse
-from scipy.linalg import eigh
+from scipy.linalg import cho_factor, cho_solve, eigh
 from scipy.sparse.csgraph import connected_components
+from scipy.sparse.linalg import LinearOperator, eigsh, splu
 
 from ensclust.core.labels import relabel
 
@@ -55,6 +56,99 @@ def laplacian_smallest(L: np.ndarray, n_eig: int) -> tuple[np.ndarray, np.ndarra
     k = min(n_eig, n)
     vals, vecs = eigh(L, subset_by_index=[0, k - 1], driver="evr", check_finite=False)
     return vals, vecs
+
+
+#: Shift of the shift-invert Lanczos in :func:`laplacian_smallest_weighted`: the Laplacians of TRCE have unit-scale
+#: degrees (rows of S on the simplex), so their eigenvalues lie in [0, 2]; -1e-3 keeps L - sigma I positive
+#: definite while the wanted eigenvalues (0 up to ~0.2) stay well separated in 1 / (lambda - sigma).
+SHIFT_INVERT_SIGMA = -1e-3
+
+
+def laplacian_smallest_weighted(S: np.ndarray | None, weights: np.ndarray, n_eig: int, *,
+                                factor=None) -> tuple[np.ndarray, np.ndarray]:
+    """The ``n_eig`` smallest eigenpairs of the Laplacian of a block-constant graph, from its blocks.
+
+    ``S`` (symmetric, n_micro x n_micro) holds the value of every block of an object graph whose blocks have
+    ``weights`` objects. The object Laplacian maps block-constant vectors x = E y (E the n x n_micro block
+    indicator) to block-constant vectors: L E y = E (diag(d) - S diag(weights)) y with d = S weights (the
+    object degrees). With z = weights^1/2 y this is the symmetric n_micro x n_micro matrix
+    Ls = diag(d) - W^1/2 S W^1/2, and ||E y|| = ||z||, so the eigenvectors of Ls divided by weights^1/2 are the
+    rows of unit-norm object eigenvectors. The other object eigenvectors (zero-sum inside one block) have
+    eigenvalue d_u, the degree of that block, which is >= 1/2 for TRCE's symmetrised simplex rows and so never
+    among the few smallest.
+
+    Ls is sparse (TRCE's S-step zeroes most entries) and only the n_eig smallest eigenpairs are needed: the zero
+    eigenvalues come exactly from the connected components (their multiplicity is what the rank control
+    counts), the others from ARPACK Lanczos on (Ls - sigma I)^-1, sigma = -1e-3 (a sparse LU), restricted to
+    the complement of the null space, to machine precision (tol = 0). A dense low-rank graph (TRCE's initial mean of the base graphs)
+    is given instead as ``factor`` Q with S = Q Q^T (sparse n_micro x K): the shifted solves then go through
+    the Woodbury identity (one K x K Cholesky factor) instead of a sparse LU of a nearly dense matrix. Returns ``(vals ascending, object-row eigenvectors)``; the
+    eigenvectors are at most n_micro columns.
+    """
+    w = np.asarray(weights, dtype=np.float64)
+    sq = np.sqrt(w)
+    Dq = sparse.diags(sq)
+    if factor is None:
+        Ssp = sparse.csr_matrix(S)
+        d = Ssp @ w
+        Ls = (sparse.diags(d) - Dq @ Ssp @ Dq).tocsc()
+        n = Ls.shape[0]
+        comp = component_labels(Ssp)
+        lu = splu((Ls - SHIFT_INVERT_SIGMA * sparse.eye(n)).tocsc())
+        solve = lu.solve
+    else:
+        # S = Q Q^T: Ls = diag(d) - U U^T with U = W^1/2 Q (n_micro x K), and by the Woodbury identity
+        # (Ls - sigma I)^-1 = A^-1 + A^-1 U (I - U^T A^-1 U)^-1 U^T A^-1 with A = diag(d - sigma). The K x K
+        # capacitance matrix is positive definite because Ls - sigma I is.
+        Q = sparse.csr_matrix(factor)
+        d = Q @ (Q.T @ w)
+        U = (Dq @ Q).tocsr()
+        a_inv = 1.0 / (d - SHIFT_INVERT_SIGMA)
+        cap = np.eye(U.shape[1]) - (U.T @ sparse.diags(a_inv) @ U).toarray()
+        cho = cho_factor(cap, check_finite=False)
+        n = U.shape[0]
+        Ls = LinearOperator((n, n), matvec=lambda x: d * np.ravel(x) - U @ (U.T @ np.ravel(x)), dtype=np.float64)
+        comp = bipartite_component_labels(Q)
+
+        def solve(x):
+            y = a_inv * np.ravel(x)
+            return y + a_inv * (U @ cho_solve(cho, U.T @ y, check_finite=False))
+
+    # The null space is known exactly: one zero eigenvalue per connected component, eigenvector W^1/2 times the
+    # component's indicator (normalised). Lanczos cannot resolve a repeated eigenvalue from one start vector,
+    # and the rank control counts exactly these zeros, so they are not left to the eigensolver: it runs on the
+    # shift-inverted operator restricted to the orthogonal complement of the null space.
+    n_comp = int(comp.max()) + 1 if n else 0
+    N = sparse.csr_matrix((sq, (np.arange(n), comp)), shape=(n, n_comp)).toarray()
+    N /= np.linalg.norm(N, axis=0)[None, :]
+    k = min(n_eig, n)
+    k_rest = k - min(n_comp, k)
+    if k_rest == 0:
+        vals, vecs = np.zeros(k), N[:, :k]
+    elif k_rest >= n - n_comp - 1:  # ARPACK needs k < n - 1; a complement this small is decomposed densely
+        dense = Ls.toarray() if factor is None else Ls @ np.eye(n)
+        vals, vecs = eigh(dense, subset_by_index=[0, k - 1], check_finite=False)
+    else:
+        def project(x):
+            x = np.ravel(x)
+            return x - N @ (N.T @ x)
+
+        op = LinearOperator((n, n), matvec=lambda x: project(solve(project(x))), dtype=np.float64)
+        # fixed start vector: the result must not depend on a random state (TRCE is deterministic)
+        v0 = project(np.random.default_rng(0).standard_normal(n))
+        nu, V = eigsh(op, k=k_rest, which="LA", v0=v0, tol=0.0)
+        rest = SHIFT_INVERT_SIGMA + 1.0 / nu        # eigenvalues of Ls from those of (Ls - sigma I)^-1
+        order = np.argsort(rest)
+        vals = np.concatenate([np.zeros(k - k_rest), rest[order]])
+        vecs = np.hstack([N[:, :k - k_rest], V[:, order]])
+    # The eigenvalues returned are the n_eig smallest of the whole object spectrum (the rank control reads
+    # them): block eigenvalues merged with the within-block ones d_u (multiplicity weights_u - 1). They only
+    # matter when there are fewer than n_eig blocks or the graph is nearly empty; the eigenvectors stay the
+    # block ones (within-block vectors are not block-constant).
+    within = np.repeat(d, np.maximum(w.astype(np.int64) - 1, 0))
+    if within.size and (k < n_eig or within.min() < vals[-1]):
+        vals = np.sort(np.concatenate([vals, within]))[:n_eig]
+    return vals, vecs / sq[:, None]
 
 
 def laplacian(S: np.ndarray) -> np.ndarray:

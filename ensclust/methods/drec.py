@@ -8,18 +8,22 @@ HeWenjun824699/py-cluster-ensemble (``DREC.py``, ``Robust_LearnZ.py``):
 3. a dense self-representation Z = argmin ||X - X Z||_{2,1} + lambda ||Z||_F^2 by 5 steps of iteratively
    reweighted least squares; every step solves the Sylvester-type system X^T X Z + Z diag(lambda / d) = X^T X
    column by column through one eigendecomposition of X^T X (computed once);
-4. LRR-style post-processing of Z (thin SVD via eig(Z Z^T), rank r = #{sigma > 1e-4 sigma_1}, rows of U_r Sigma_r^1/2
+4. LRR-style post-processing of Z (thin SVD, rank r = #{sigma > 1e-4 sigma_1}, rows of U_r Sigma_r^1/2
    normalised, affinity (P P^T)^4 element-wise);
 5. NJW spectral clustering of that affinity (k-means with 100 restarts, k-means++ as in the port);
 6. microcluster labels mapped back to the objects.
 
-Memory: Z, its SVD factors and the affinity are dense n_micro x n_micro (float64); n_micro <= n, and it is
-much smaller than n when the members agree. Time O(n_micro^3).
+Low rank: X^T X has rank <= K (the number of clusters of the ensemble), so Z = V Z~ of step 3 lives in the
+K-dimensional span of the left singular vectors of the n_micro x K indicator; Z and its SVD are kept as
+n_micro x K and K x K factors (O(n_micro K^2) time). Only the affinity of step 4 is a dense n_micro x n_micro
+matrix (float64), then partially eigendecomposed (top c eigenvectors). n_micro <= n, and it is much smaller
+than n when the members agree.
 """
 
 from __future__ import annotations
 
 import numpy as np
+from scipy import sparse
 
 from ensclust.core.microclusters import compute_microclusters
 from ensclust.core.spectral import kmeans_labels, spectral_embedding
@@ -32,51 +36,68 @@ IRLS_STEPS = 5
 IRLS_EPS = 1e-10
 
 
-def dense_representation(gram: np.ndarray, lam: float, n_steps: int = IRLS_STEPS):
-    """IRLS for min_Z ||X - X Z||_{2,1} + lam ||Z||_F^2 given only the Gram matrix G = X^T X.
+def dense_representation(indicator, lam: float, n_steps: int = IRLS_STEPS):
+    """IRLS for min_Z ||X - X Z||_{2,1} + lam ||Z||_F^2, X = ``indicator``^T (K x n_micro), in factored form.
 
-    Each step solves (G + (lam / d_j) I) z_j = G e_j for every column j (the stationarity condition of the
-    reweighted least-squares problem), via G = V diag(w) V^T: z_j = V diag(w / (w + lam / d_j)) V^T e_j.
-    Then d_j = 1 / (2 sqrt(||X z_j - x_j||^2 + 1e-10)), where ||X (z_j - e_j)||^2 = (z_j - e_j)^T G (z_j - e_j).
+    Each step solves (G + (lam / d_j) I) z_j = G e_j for every column j, G = X^T X (the stationarity condition
+    of the reweighted least-squares problem; spec section 2 step 3). G = U diag(w) U^T with U the left singular
+    vectors of the n_micro x K indicator (w = sigma^2 > 0), so G has rank <= K and
+    z_j = U diag(w / (w + lam / d_j)) U^T e_j: Z = U R with R = (w / (w + lam / d_j))_ij * U^T (K x n_micro).
+    Eigenvectors of G outside span(U) have w = 0 and add nothing to Z. Then
+    d_j = 1 / (2 sqrt(||X z_j - x_j||^2 + 1e-10)), with ||X (z_j - e_j)||^2 = sum_i w_i (R_ij - U_ji)^2
+    (U^T (z_j - e_j) = R_:j - U_j: because z_j lies in span(U) and e_j's part outside span(U) is in ker(G)).
 
-    Returns ``(Z, d_history)``: the last Z and the weight vector d used at every step (d_0 = 1).
+    The n_micro x n_micro Gram matrix and Z are never formed: O(n_micro K^2) time instead of O(n_micro^3).
+    Returns ``(U, R, d_history)``: Z = U @ R after the last step, and the weight vector d used at every step
+    (d_0 = 1).
     """
-    G = np.asarray(gram, dtype=np.float64)
-    n = G.shape[0]
-    w, V = np.linalg.eigh(G)
-    w = np.maximum(w, 0.0)  # G is PSD; clip round-off so the denominators stay positive
-    rhs = w[:, None] * V.T  # V^T G = diag(w) V^T
+    Xs = sparse.csr_matrix(indicator, dtype=np.float64)
+    # Eigenpairs of the K x K overlap matrix X X^T = W diag(w) W^T give U = X^T W diag(w)^-1/2 (n_micro x rank)
+    # for a fraction of the cost of an SVD of the n_micro x K indicator. The indicator has m - 1 exact linear
+    # dependencies (the columns of every member sum to the all-ones vector), so w has exactly-zero eigenvalues
+    # (round-off ~eps w_max) which are dropped at the numerical-rank tolerance K eps w_max; on the benchmark pools
+    # the smallest kept eigenvalue is ~1e-4 w_max.
+    w, W = np.linalg.eigh((Xs.T @ Xs).toarray())
+    keep = w > w.max(initial=0.0) * max(Xs.shape) * np.finfo(np.float64).eps
+    w, W = w[keep], W[:, keep]
+    U = np.asarray(Xs @ (W / np.sqrt(w)[None, :]))
+    Ut = U.T
+    n = U.shape[0]
     d = np.ones(n)
     history = []
-    Z = None
+    R = None
     for _ in range(n_steps):
         history.append(d.copy())
-        Z = V @ (rhs / (w[:, None] + (lam / d)[None, :]))
-        R = Z.copy()
-        R[np.diag_indices(n)] -= 1.0
-        residual = np.einsum("ij,ij->j", R, G @ R)
+        F = w[:, None] / (w[:, None] + (lam / d)[None, :])
+        R = F * Ut
+        # sum_i w_i (R_ij - U_ji)^2 = sum_i w_i U_ji^2 (F_ij - 1)^2
+        residual = np.einsum("i,ij->j", w, ((F - 1.0) * Ut) ** 2)
         d = 0.5 / np.sqrt(np.maximum(residual, 0.0) + IRLS_EPS)
-    return Z, history
+    return U, R, history
 
 
-def lrr_affinity(Z: np.ndarray, power: int = 4) -> np.ndarray:
-    """LRR post-processing: thin SVD Z = U Sigma V^T, keep sigma > 1e-4 sigma_1, P = U_r Sigma_r^1/2 with unit
-    rows, affinity (P P^T)^power element-wise (the authors' ``L = (U*U').^4``).
+def lrr_affinity(U: np.ndarray, R: np.ndarray, power: int = 4) -> np.ndarray:
+    """LRR post-processing of Z = U R (U with orthonormal columns): thin SVD Z = U_Z Sigma V^T, keep
+    sigma > 1e-4 sigma_1, P = U_Z,r Sigma_r^1/2 with unit rows, affinity (P P^T)^power element-wise (the authors'
+    ``L = (U*U').^4``).
 
-    U and Sigma^2 are taken from the symmetric eigendecomposition of Z Z^T instead of an SVD of Z (same U up to
-    signs and rotations inside repeated singular values, which P P^T does not see; about half the time at
-    n_micro = 6 000). The threshold sigma > 1e-4 sigma_1 is sigma^2 > 1e-8 sigma_1^2, far above round-off.
+    Z Z^T = U (R R^T) U^T, so U_Z = U A and Sigma^2 = the eigenvalues of the K x K matrix R R^T = A diag A^T
+    (same U_Z up to signs and rotations inside repeated singular values, which P P^T does not see). The
+    threshold sigma > 1e-4 sigma_1 is sigma^2 > 1e-8 sigma_1^2, far above round-off. Only the affinity itself
+    is n_micro x n_micro (it has no low-rank form: its rank grows like r^4).
     """
-    vals, U = np.linalg.eigh(Z @ Z.T)
-    vals, U = vals[::-1], U[:, ::-1]
+    vals, A = np.linalg.eigh(R @ R.T)
+    vals, A = vals[::-1], A[:, ::-1]
     top = vals[0] if vals.size else 0.0
     r = int(np.sum(vals > 1e-8 * top)) if top > 0 else 0
-    P = U[:, :r] * np.sqrt(np.sqrt(vals[:r]))[None, :]   # sigma^(1/2) = (sigma^2)^(1/4)
+    P = U @ (A[:, :r] * np.sqrt(np.sqrt(vals[:r]))[None, :])   # sigma^(1/2) = (sigma^2)^(1/4)
     norms = np.linalg.norm(P, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     P /= norms
-    A = P @ P.T
-    return A ** power
+    L = P @ P.T
+    del P
+    np.power(L, power, out=L)  # in place: the only n_micro^2 array besides the spectral step's normalised copy
+    return L
 
 
 @register
@@ -100,9 +121,8 @@ class DREC(ConsensusMethod):
         lam = self._params["lambda"]
         micro = compute_microclusters(members)
         Xm = micro.indicator()  # n_micro x K; X of the paper is its transpose
-        gram = (Xm @ Xm.T).toarray()
-        Z, history = dense_representation(gram, lam)
-        affinity = lrr_affinity(Z)
+        U, R, history = dense_representation(Xm, lam)
+        affinity = lrr_affinity(U, R)
         k = min(n_clusters, micro.n_micro)
         if micro.n_micro <= k:
             micro_labels = np.arange(micro.n_micro)
