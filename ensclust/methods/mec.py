@@ -69,16 +69,20 @@ middle of the bounded range [0, 1]; beta = 1 lost the planted clusters on one of
 Diagnostics: ``objective`` (R1 at each iterate), ``residual`` (primal residual per iteration), ``n_iter``,
 ``converged``, ``rank_Q``, ``n_views``.
 
-Memory and time. Per view the solver keeps E_v and Y_v: (2V + 5) dense n x n float64 matrices (views are
-rebuilt from the labels on the fly). With V = m = 20 at n = 9394 that is about 45 x 0.7 GB = 32 GB, in line
-with SPCE's out-of-memory on Tdt2. Each iteration does one full n x n SVD (R3), one partial symmetric
-eigendecomposition (R6) and one row-wise sort (R4): O(n^3 + V n^2) time.
+Memory and time. Per view the solver keeps E_v and Y_v, plus Z, Q, Y and a few temporaries: about 2V + 6
+dense n x n float64 matrices (the views are rebuilt from the labels on the fly). With V = m = 20 at n = 9394
+that is about 46 x 0.7 GB = 32 GB, in line with SPCE's out-of-memory on Tdt2 (on a 32 GB machine). Each
+iteration does one full n x n SVD (R3), one partial symmetric eigendecomposition (R6), one more SVD for the
+recorded objective, and one row-wise sort (R4): O(n^3 + V n^2) time. Wine (n = 178, M = 10, benchmarks/mec.yaml):
+128 iterations, 2.5 s CPU; below n = 1000 BLAS runs on one thread (two threads on the shared 2-core machine
+took 220 s wall for the same fit).
 """
 
 from __future__ import annotations
 
 import numpy as np
 from scipy import linalg
+from threadpoolctl import threadpool_limits
 
 from ensclust.core.labels import cluster_counts, one_hot
 from ensclust.core.simplex import project_simplex
@@ -229,9 +233,13 @@ class MEC(ConsensusMethod):
     }
 
     def _fit(self, members, n_clusters, X, rng):
-        H, Z, _, diag = mec_solve(members, n_clusters, lam=self.lam, beta=self.beta, n_views=self.n_views,
-                                  mu0=self.mu0, rho=self.rho, mu_max=self.mu_max, tol=self.tol,
-                                  max_iter=self.max_iter)
+        # Small matrices: multi-threaded BLAS is far slower than one thread on a shared 2-core machine (wine,
+        # n = 178: 220 s wall with 2 threads under load, 12 s with one), as AWEC does.
+        limit = 1 if members.shape[0] < 1000 else None
+        with threadpool_limits(limits=limit, user_api="blas"):
+            H, Z, _, diag = mec_solve(members, n_clusters, lam=self.lam, beta=self.beta, n_views=self.n_views,
+                                      mu0=self.mu0, rho=self.rho, mu_max=self.mu_max, tol=self.tol,
+                                      max_iter=self.max_iter)
         self.diagnostics_ = diag
         self.consensus_matrix_ = (Z + Z.T) / 2.0
         return kmeans_labels(H, n_clusters, random_state=rng, n_init=10)
