@@ -16,6 +16,7 @@ METHOD_MODULES = {
     "awec-s": "awec", "bce": "bce", "ceshl": "ceshl", "cspa": "cspa", "drec": "drec", "eac-al": "eac",
     "eac-cl": "eac", "eac-sl": "eac", "eccms": "eccms", "ecmc": "ecmc", "ecpcs-hc": "ecpcs", "ecpcs-mc": "ecpcs",
     "hbgf": "hbgf", "hgpa": "hgpa", "ina": "ina", "kc": "kc", "lwea": "lwea", "lwgp": "lwgp", "mcla": "mcla",
+    "mec": "mec",
     "nmfc": "nmfc", "pta-al": "pta", "pta-cl": "pta", "pta-sl": "pta", "ptgp": "ptgp", "rce": "rce",
     "rcec": "rcec", "rsec-h": "rsec", "rsec-z": "rsec", "sc": "sc", "sccbg": "sccbg", "spce": "spce",
     "spce-fixw": "spce", "spce-w": "spce", "trce": "trce", "wcc": "wcc",
