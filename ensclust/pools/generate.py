@@ -22,6 +22,12 @@ Spec keys (the config's ``pool:`` block, see :func:`normalize_spec`):
                    before K-means. tf-idf rows are unit length on the full vocabulary but not after a subset;
                    RCEC does not say whether it re-normalises (specs/rcec.md R11), and on Tr11 the base
                    K-means NMI at 60% features rises from 0.35 to about 0.5 with it (results/rcec_table2_tr11*).
+``kmeans_metric``  ``euclidean`` (default: Lloyd's K-means, scikit-learn) or ``cosine``: spherical K-means
+                   (Dhillon & Modha 2001; MATLAB ``kmeans(..., 'Distance', 'cosine')``): rows scaled to unit
+                   length, each point assigned to the centroid of largest cosine, centroids = normalised
+                   member sums, an empty cluster takes the point farthest from its centroid. It is invariant to
+                   the length of each row, so ``subset_normalize`` makes no difference with it. The usual
+                   K-means for tf-idf text; RCEC does not name its K-means variant (specs/rcec.md 4.2).
 ``init``           K-means seeding: ``k-means++`` (default; SPCE recommendation) or ``random`` (random
                    samples, like Deng Cai's ``litekmeans`` used by the AWEC/ACMK code).
 ``max_iter``       K-means iterations (default 100, as litekmeans and MATLAB's kmeans).
@@ -43,12 +49,14 @@ from ensclust.pools.pool import relabel_columns
 from ensclust.rng import derive_seed
 
 GENERATORS = ("kmeans", "spectral")
+KMEANS_METRICS = ("euclidean", "cosine")
 SPCE_SIGMAS = (0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 50.0, 100.0)
 DEFAULT_K_MAX = 50
 SPECTRAL_MAX_N = 12000  # dense n x n kernel: 12000^2 float32 = 576 MB
 
 SPEC_KEYS = {
     "source", "generator", "k", "size", "feature_ratio", "feature_subset", "feature_block", "subset_normalize", "init", "max_iter",
+    "kmeans_metric",
     "sigmas", "file", "members_key", "y_key", "layout", "first",
 }
 
@@ -92,6 +100,13 @@ def normalize_spec(spec: dict | None) -> dict:
         raise unknown_name_error("subset_normalize", str(normalize_rows), ("none", "l2"), "pool spec")
     if normalize_rows != "none":  # only when set, so the cache keys of existing pools do not change
         out["subset_normalize"] = normalize_rows
+    metric = spec.get("kmeans_metric", "euclidean")
+    if metric not in KMEANS_METRICS:
+        raise unknown_name_error("kmeans_metric", str(metric), KMEANS_METRICS, "pool spec")
+    if metric != "euclidean":  # only when set, so the cache keys of existing pools do not change
+        if out["generator"] != "kmeans":
+            raise UserError("pool spec: kmeans_metric applies to the kmeans generator only")
+        out["kmeans_metric"] = metric
     if out["feature_subset"] == "block":
         block = spec.get("feature_block")
         if not isinstance(block, int) or isinstance(block, bool) or block < 1:
@@ -167,11 +182,69 @@ def _feature_subset(rng: np.random.Generator, d: int, ratio_range) -> np.ndarray
     return np.sort(rng.choice(d, size=n_feat, replace=False))
 
 
-def _kmeans(X, k: int, seed: int, init: str, max_iter: int) -> np.ndarray:
+def _kmeans(X, k: int, seed: int, init: str, max_iter: int, metric: str = "euclidean") -> np.ndarray:
+    if metric == "cosine":
+        return _spherical_kmeans(X, k, seed, init, max_iter)
     from sklearn.cluster import KMeans
 
     km = KMeans(n_clusters=k, init=init, n_init=1, max_iter=max_iter, algorithm="lloyd", random_state=seed % (2**32))
     return km.fit_predict(X)
+
+
+def _spherical_kmeans(X, k: int, seed: int, init: str, max_iter: int) -> np.ndarray:
+    """Spherical K-means (cosine similarity, unit-length centroids), one run from a seeded start.
+
+    Seeding: ``random`` = k distinct random points; ``k-means++`` = k-means++ on the cosine distance
+    1 - cos (for unit rows proportional to the squared Euclidean distance, so the usual D^2 sampling).
+    Lloyd iterations stop when no label changes or after ``max_iter`` passes. All-zero rows (possible
+    on a feature subset) have cosine 0 to every centroid.
+    """
+    from sklearn.preprocessing import normalize
+
+    X = normalize(sparse.csr_matrix(X, dtype=np.float64) if sparse.issparse(X) else np.asarray(X, np.float64))
+    n = X.shape[0]
+    if not 1 <= k <= n:
+        raise UserError(f"spherical k-means: k={k} must lie within 1..n={n}")
+    rng = np.random.default_rng(seed % (2**32))
+
+    def rows(idx):
+        R = X[idx]
+        return R.toarray() if sparse.issparse(R) else np.array(R, dtype=np.float64)
+
+    if init == "random":
+        C = rows(np.sort(rng.choice(n, size=k, replace=False)))
+    else:  # k-means++ on 1 - cos
+        first = int(rng.integers(n))
+        C = np.zeros((k, X.shape[1]))
+        C[0] = rows([first])[0]
+        dist = np.maximum(1.0 - np.asarray(X @ C[0]).ravel(), 0.0)
+        for j in range(1, k):
+            total = dist.sum()
+            i = int(rng.choice(n, p=dist / total)) if total > 0 else int(rng.integers(n))
+            C[j] = rows([i])[0]
+            dist = np.minimum(dist, np.maximum(1.0 - np.asarray(X @ C[j]).ravel(), 0.0))
+    C = normalize(C)
+    labels = None
+    for _ in range(max(1, int(max_iter))):
+        S = np.asarray(X @ C.T)
+        new = S.argmax(axis=1)
+        if labels is not None and np.array_equal(new, labels):
+            break
+        labels = new
+        counts = np.bincount(labels, minlength=k)
+        for j in np.flatnonzero(counts == 0):  # empty cluster: take the point farthest from its centroid
+            own = S[np.arange(n), labels]
+            own[counts[labels] <= 1] = np.inf  # never empty another cluster
+            i = int(own.argmin())
+            counts[labels[i]] -= 1
+            labels[i] = j
+            counts[j] = 1
+            S[i, :] = -np.inf
+            S[i, j] = 1.0
+        G = sparse.csr_matrix((np.ones(n), (labels, np.arange(n))), shape=(k, n))
+        C = G @ X
+        C = normalize(C.toarray() if sparse.issparse(C) else np.asarray(C))
+    return labels.astype(np.int64)
 
 
 def member_plan(spec: dict, n: int, d: int, c: int | None, seed: int, indices) -> list[dict]:
@@ -216,7 +289,8 @@ def generate_members(X, spec: dict, *, n_clusters: int | None, seed: int, progre
                 Xj = X if p["features"] is None else X[:, p["features"]]
                 if spec.get("subset_normalize") == "l2":
                     Xj = preprocess(Xj, "l2")  # all-zero rows stay zero
-                cols.append(_kmeans(Xj, p["k"], p["seed"], spec["init"], spec["max_iter"]))
+                cols.append(_kmeans(Xj, p["k"], p["seed"], spec["init"], spec["max_iter"],
+                                    spec.get("kmeans_metric", "euclidean")))
                 bar.update(1)
         else:
             cols = _spectral_members(X, spec, plan, seed, bar)
