@@ -250,3 +250,29 @@ def test_spherical_kmeans_fills_empty_clusters():
     X = np.array([[1.0, 0.0]] * 3 + [[0.0, 1.0]] * 3)
     lab = _spherical_kmeans(X, 4, seed=0, init="random", max_iter=10)
     assert len(np.unique(lab)) == 4
+
+
+def test_min_df_drops_rare_features_before_the_subset():
+    from scipy import sparse
+
+    from ensclust.pools.generate import kept_features
+
+    rng = np.random.default_rng(2)
+    X = np.abs(rng.normal(size=(30, 12))) * (rng.random((30, 12)) < 0.5)
+    X[:, 3] = 0.0
+    X[:, 7] = 0.0
+    X[5, 7] = 2.0  # in one sample only
+    df = (X != 0).sum(0)
+    assert np.array_equal(kept_features(X, 2), np.flatnonzero(df >= 2))
+    assert np.array_equal(kept_features(sparse.csr_matrix(X), 2), np.flatnonzero(df >= 2))
+    spec = {"k": "c", "size": 3, "feature_ratio": 0.5, "min_df": 2}
+    members, _, _ = generate_members(sparse.csr_matrix(X), spec, n_clusters=3, seed=0)
+    kept = X[:, df >= 2]
+    by_hand, _, _ = generate_members(kept, {k: v for k, v in spec.items() if k != "min_df"}, n_clusters=3, seed=0)
+    assert np.array_equal(members, by_hand)  # the ratio applies to the kept features
+    # min_df 1 (or absent) keeps every feature and leaves the normalised spec unchanged
+    assert normalize_spec({**spec, "min_df": 1}) == normalize_spec({k: v for k, v in spec.items() if k != "min_df"})
+    with pytest.raises(UserError, match="min_df"):
+        normalize_spec({**spec, "min_df": 0})
+    with pytest.raises(UserError, match="keeps no feature"):
+        kept_features(X, 31)

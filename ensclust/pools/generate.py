@@ -18,6 +18,11 @@ Spec keys (the config's ``pool:`` block, see :func:`normalize_spec`):
                    RCEC's recommended reading R9 - one subset per repetition, with ``fresh`` draws of
                    ``feature_block`` members per repetition).
 ``feature_block``  block size for ``feature_subset: block``.
+``min_df``         drop the features that are non-zero in fewer than ``min_df`` samples before anything else
+                   (default: keep all). Document-frequency filtering of a term matrix: CLUTO's k1b has 21839
+                   terms, 13879 of them in at least 2 documents - the d of RCEC's Table 1 (specs/rcec.md R16).
+                   Feature ratios then apply to the kept features. Applied to the preprocessed matrix: per-column
+                   weights (idf) are unchanged by it, row norms are not (irrelevant to ``kmeans_metric: cosine``).
 ``subset_normalize`` ``none`` (default) or ``l2``: rescale every row of the feature subset to unit length
                    before K-means. tf-idf rows are unit length on the full vocabulary but not after a subset;
                    RCEC does not say whether it re-normalises (specs/rcec.md R11), and on Tr11 the base
@@ -56,7 +61,7 @@ SPECTRAL_MAX_N = 12000  # dense n x n kernel: 12000^2 float32 = 576 MB
 
 SPEC_KEYS = {
     "source", "generator", "k", "size", "feature_ratio", "feature_subset", "feature_block", "subset_normalize", "init", "max_iter",
-    "kmeans_metric",
+    "kmeans_metric", "min_df",
     "sigmas", "file", "members_key", "y_key", "layout", "first",
 }
 
@@ -107,6 +112,12 @@ def normalize_spec(spec: dict | None) -> dict:
         if out["generator"] != "kmeans":
             raise UserError("pool spec: kmeans_metric applies to the kmeans generator only")
         out["kmeans_metric"] = metric
+    min_df = spec.get("min_df")
+    if min_df is not None:
+        if not isinstance(min_df, int) or isinstance(min_df, bool) or min_df < 1:
+            raise UserError(f"pool spec: min_df must be an integer >= 1, got {min_df!r}")
+        if min_df > 1:  # only when it filters, so the cache keys of existing pools do not change
+            out["min_df"] = min_df
     if out["feature_subset"] == "block":
         block = spec.get("feature_block")
         if not isinstance(block, int) or isinstance(block, bool) or block < 1:
@@ -180,6 +191,21 @@ def _feature_subset(rng: np.random.Generator, d: int, ratio_range) -> np.ndarray
     r = lo if lo == hi else float(rng.uniform(lo, hi))
     n_feat = max(1, int(round(r * d)))
     return np.sort(rng.choice(d, size=n_feat, replace=False))
+
+
+def kept_features(X, min_df: int) -> np.ndarray:
+    """Indices of the features that are non-zero in at least ``min_df`` samples (pool key ``min_df``)."""
+    if sparse.issparse(X):
+        Xc = sparse.csc_matrix(X, copy=True)
+        Xc.sum_duplicates()
+        Xc.eliminate_zeros()
+        df = np.diff(Xc.indptr)
+    else:
+        df = (np.asarray(X) != 0).sum(axis=0)
+    keep = np.flatnonzero(df >= min_df)
+    if keep.size == 0:
+        raise UserError(f"pool spec: min_df={min_df} keeps no feature")
+    return keep
 
 
 def _kmeans(X, k: int, seed: int, init: str, max_iter: int, metric: str = "euclidean") -> np.ndarray:
@@ -275,6 +301,8 @@ def generate_members(X, spec: dict, *, n_clusters: int | None, seed: int, progre
     Returns ``(members int32 n x m, ks int64, seeds int64)``.
     """
     spec = normalize_spec(spec)
+    if spec.get("min_df"):
+        X = X[:, kept_features(X, spec["min_df"])]
     n, d = X.shape
     indices = list(range(spec["size"])) if indices is None else list(indices)
     plan = member_plan(spec, n, d, n_clusters, seed, indices)
