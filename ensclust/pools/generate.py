@@ -249,10 +249,16 @@ def _spherical_kmeans(X, k: int, seed: int, init: str, max_iter: int) -> np.ndar
             i = int(rng.choice(n, p=dist / total)) if total > 0 else int(rng.integers(n))
             C[j] = rows([i])[0]
             dist = np.minimum(dist, np.maximum(1.0 - np.asarray(X @ C[j]).ravel(), 0.0))
-    C = normalize(C)
+    def unit(M):
+        norms = np.linalg.norm(M, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        return M / norms
+
+    C = unit(C)
+    XT = X.T.tocsr() if sparse.issparse(X) else X.T  # d x n: centroid sums as one sparse-dense product
     labels = None
     for _ in range(max(1, int(max_iter))):
-        S = np.asarray(X @ C.T)
+        S = np.asarray(X @ np.ascontiguousarray(C.T))
         new = S.argmax(axis=1)
         if labels is not None and np.array_equal(new, labels):
             break
@@ -267,9 +273,9 @@ def _spherical_kmeans(X, k: int, seed: int, init: str, max_iter: int) -> np.ndar
             counts[j] = 1
             S[i, :] = -np.inf
             S[i, j] = 1.0
-        G = sparse.csr_matrix((np.ones(n), (labels, np.arange(n))), shape=(k, n))
-        C = G @ X
-        C = normalize(C.toarray() if sparse.issparse(C) else np.asarray(C))
+        onehot = np.zeros((n, k))
+        onehot[np.arange(n), labels] = 1.0
+        C = unit(np.asarray(XT @ onehot).T)
     return labels.astype(np.int64)
 
 
