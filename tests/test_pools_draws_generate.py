@@ -206,3 +206,73 @@ def test_subset_normalize_rescales_the_subset_rows():
                                                                                     if k != "subset_normalize"})
     with pytest.raises(UserError, match="subset_normalize 'l1'"):
         normalize_spec({**spec, "subset_normalize": "l1"})
+
+
+def test_kmeans_metric_cosine_is_spherical_kmeans():
+    from scipy import sparse
+
+    from ensclust.pools.generate import _spherical_kmeans
+
+    rng = np.random.default_rng(3)
+    # three directions in the positive orthant; every row gets a random length
+    centres = np.array([[1.0, 0.1, 0.0, 0.0], [0.0, 1.0, 0.1, 0.0], [0.0, 0.0, 0.2, 1.0]])
+    y = np.repeat([0, 1, 2], 30)
+    X = np.abs(centres[y] + 0.05 * rng.normal(size=(90, 4)))
+    X *= rng.uniform(0.1, 50.0, size=(90, 1))
+    spec = {"k": "c", "size": 4, "kmeans_metric": "cosine"}
+    members, _, _ = generate_members(sparse.csr_matrix(X), spec, n_clusters=3, seed=0)
+    assert all(ari(y, members[:, j]) == 1.0 for j in range(4))
+    # the cosine reading ignores the row lengths: rescaled rows give the same members, dense or sparse
+    again, _, _ = generate_members(X * rng.uniform(0.5, 2.0, size=(90, 1)), spec, n_clusters=3, seed=0)
+    assert np.array_equal(again, members)
+    rand, _, _ = generate_members(X, {**spec, "init": "random"}, n_clusters=3, seed=0)
+    assert rand.shape == (90, 4) and all(len(np.unique(rand[:, j])) == 3 for j in range(4))
+    # a fixed point of the Lloyd step: each point has the largest cosine to its own normalised centroid
+    U = X / np.linalg.norm(X, axis=1, keepdims=True)
+    for init in ("k-means++", "random"):
+        lab = _spherical_kmeans(X, 3, seed=5, init=init, max_iter=100)
+        C = np.array([U[lab == j].sum(0) for j in range(3)])
+        C /= np.linalg.norm(C, axis=1, keepdims=True)
+        assert np.array_equal((U @ C.T).argmax(1), lab)
+    # euclidean is the default and leaves the normalised spec (hence existing cache keys) unchanged
+    assert normalize_spec({"k": "c", "size": 4, "kmeans_metric": "euclidean"}) == normalize_spec({"k": "c", "size": 4})
+    assert normalize_spec(spec)["kmeans_metric"] == "cosine"
+    with pytest.raises(UserError, match="kmeans_metric 'cityblock'"):
+        normalize_spec({**spec, "kmeans_metric": "cityblock"})
+    with pytest.raises(UserError, match="kmeans generator only"):
+        normalize_spec({**spec, "generator": "spectral"})
+
+
+def test_spherical_kmeans_fills_empty_clusters():
+    from ensclust.pools.generate import _spherical_kmeans
+
+    # 6 copies of two directions and k = 4: two clusters would stay empty without the refill
+    X = np.array([[1.0, 0.0]] * 3 + [[0.0, 1.0]] * 3)
+    lab = _spherical_kmeans(X, 4, seed=0, init="random", max_iter=10)
+    assert len(np.unique(lab)) == 4
+
+
+def test_min_df_drops_rare_features_before_the_subset():
+    from scipy import sparse
+
+    from ensclust.pools.generate import kept_features
+
+    rng = np.random.default_rng(2)
+    X = np.abs(rng.normal(size=(30, 12))) * (rng.random((30, 12)) < 0.5)
+    X[:, 3] = 0.0
+    X[:, 7] = 0.0
+    X[5, 7] = 2.0  # in one sample only
+    df = (X != 0).sum(0)
+    assert np.array_equal(kept_features(X, 2), np.flatnonzero(df >= 2))
+    assert np.array_equal(kept_features(sparse.csr_matrix(X), 2), np.flatnonzero(df >= 2))
+    spec = {"k": "c", "size": 3, "feature_ratio": 0.5, "min_df": 2}
+    members, _, _ = generate_members(sparse.csr_matrix(X), spec, n_clusters=3, seed=0)
+    kept = X[:, df >= 2]
+    by_hand, _, _ = generate_members(kept, {k: v for k, v in spec.items() if k != "min_df"}, n_clusters=3, seed=0)
+    assert np.array_equal(members, by_hand)  # the ratio applies to the kept features
+    # min_df 1 (or absent) keeps every feature and leaves the normalised spec unchanged
+    assert normalize_spec({**spec, "min_df": 1}) == normalize_spec({k: v for k, v in spec.items() if k != "min_df"})
+    with pytest.raises(UserError, match="min_df"):
+        normalize_spec({**spec, "min_df": 0})
+    with pytest.raises(UserError, match="keeps no feature"):
+        kept_features(X, 31)

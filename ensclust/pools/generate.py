@@ -18,10 +18,21 @@ Spec keys (the config's ``pool:`` block, see :func:`normalize_spec`):
                    RCEC's recommended reading R9 - one subset per repetition, with ``fresh`` draws of
                    ``feature_block`` members per repetition).
 ``feature_block``  block size for ``feature_subset: block``.
+``min_df``         drop the features that are non-zero in fewer than ``min_df`` samples before anything else
+                   (default: keep all). Document-frequency filtering of a term matrix: CLUTO's k1b has 21839
+                   terms, 13879 of them in at least 2 documents - the d of RCEC's Table 1 (specs/rcec.md R16).
+                   Feature ratios then apply to the kept features. Applied to the preprocessed matrix: per-column
+                   weights (idf) are unchanged by it, row norms are not (irrelevant to ``kmeans_metric: cosine``).
 ``subset_normalize`` ``none`` (default) or ``l2``: rescale every row of the feature subset to unit length
                    before K-means. tf-idf rows are unit length on the full vocabulary but not after a subset;
                    RCEC does not say whether it re-normalises (specs/rcec.md R11), and on Tr11 the base
                    K-means NMI at 60% features rises from 0.35 to about 0.5 with it (results/rcec_table2_tr11*).
+``kmeans_metric``  ``euclidean`` (default: Lloyd's K-means, scikit-learn) or ``cosine``: spherical K-means
+                   (Dhillon & Modha 2001; MATLAB ``kmeans(..., 'Distance', 'cosine')``): rows scaled to unit
+                   length, each point assigned to the centroid of largest cosine, centroids = normalised
+                   member sums, an empty cluster takes the point farthest from its centroid. It is invariant to
+                   the length of each row, so ``subset_normalize`` makes no difference with it. The usual
+                   K-means for tf-idf text; RCEC does not name its K-means variant (specs/rcec.md 4.2).
 ``init``           K-means seeding: ``k-means++`` (default; SPCE recommendation) or ``random`` (random
                    samples, like Deng Cai's ``litekmeans`` used by the AWEC/ACMK code).
 ``max_iter``       K-means iterations (default 100, as litekmeans and MATLAB's kmeans).
@@ -43,12 +54,14 @@ from ensclust.pools.pool import relabel_columns
 from ensclust.rng import derive_seed
 
 GENERATORS = ("kmeans", "spectral")
+KMEANS_METRICS = ("euclidean", "cosine")
 SPCE_SIGMAS = (0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 50.0, 100.0)
 DEFAULT_K_MAX = 50
 SPECTRAL_MAX_N = 12000  # dense n x n kernel: 12000^2 float32 = 576 MB
 
 SPEC_KEYS = {
     "source", "generator", "k", "size", "feature_ratio", "feature_subset", "feature_block", "subset_normalize", "init", "max_iter",
+    "kmeans_metric", "min_df",
     "sigmas", "file", "members_key", "y_key", "layout", "first",
 }
 
@@ -92,6 +105,19 @@ def normalize_spec(spec: dict | None) -> dict:
         raise unknown_name_error("subset_normalize", str(normalize_rows), ("none", "l2"), "pool spec")
     if normalize_rows != "none":  # only when set, so the cache keys of existing pools do not change
         out["subset_normalize"] = normalize_rows
+    metric = spec.get("kmeans_metric", "euclidean")
+    if metric not in KMEANS_METRICS:
+        raise unknown_name_error("kmeans_metric", str(metric), KMEANS_METRICS, "pool spec")
+    if metric != "euclidean":  # only when set, so the cache keys of existing pools do not change
+        if out["generator"] != "kmeans":
+            raise UserError("pool spec: kmeans_metric applies to the kmeans generator only")
+        out["kmeans_metric"] = metric
+    min_df = spec.get("min_df")
+    if min_df is not None:
+        if not isinstance(min_df, int) or isinstance(min_df, bool) or min_df < 1:
+            raise UserError(f"pool spec: min_df must be an integer >= 1, got {min_df!r}")
+        if min_df > 1:  # only when it filters, so the cache keys of existing pools do not change
+            out["min_df"] = min_df
     if out["feature_subset"] == "block":
         block = spec.get("feature_block")
         if not isinstance(block, int) or isinstance(block, bool) or block < 1:
@@ -167,11 +193,90 @@ def _feature_subset(rng: np.random.Generator, d: int, ratio_range) -> np.ndarray
     return np.sort(rng.choice(d, size=n_feat, replace=False))
 
 
-def _kmeans(X, k: int, seed: int, init: str, max_iter: int) -> np.ndarray:
+def kept_features(X, min_df: int) -> np.ndarray:
+    """Indices of the features that are non-zero in at least ``min_df`` samples (pool key ``min_df``)."""
+    if sparse.issparse(X):
+        Xc = sparse.csc_matrix(X, copy=True)
+        Xc.sum_duplicates()
+        Xc.eliminate_zeros()
+        df = np.diff(Xc.indptr)
+    else:
+        df = (np.asarray(X) != 0).sum(axis=0)
+    keep = np.flatnonzero(df >= min_df)
+    if keep.size == 0:
+        raise UserError(f"pool spec: min_df={min_df} keeps no feature")
+    return keep
+
+
+def _kmeans(X, k: int, seed: int, init: str, max_iter: int, metric: str = "euclidean") -> np.ndarray:
+    if metric == "cosine":
+        return _spherical_kmeans(X, k, seed, init, max_iter)
     from sklearn.cluster import KMeans
 
     km = KMeans(n_clusters=k, init=init, n_init=1, max_iter=max_iter, algorithm="lloyd", random_state=seed % (2**32))
     return km.fit_predict(X)
+
+
+def _spherical_kmeans(X, k: int, seed: int, init: str, max_iter: int) -> np.ndarray:
+    """Spherical K-means (cosine similarity, unit-length centroids), one run from a seeded start.
+
+    Seeding: ``random`` = k distinct random points; ``k-means++`` = k-means++ on the cosine distance
+    1 - cos (for unit rows proportional to the squared Euclidean distance, so the usual D^2 sampling).
+    Lloyd iterations stop when no label changes or after ``max_iter`` passes. All-zero rows (possible
+    on a feature subset) have cosine 0 to every centroid.
+    """
+    from sklearn.preprocessing import normalize
+
+    X = normalize(sparse.csr_matrix(X, dtype=np.float64) if sparse.issparse(X) else np.asarray(X, np.float64))
+    n = X.shape[0]
+    if not 1 <= k <= n:
+        raise UserError(f"spherical k-means: k={k} must lie within 1..n={n}")
+    rng = np.random.default_rng(seed % (2**32))
+
+    def rows(idx):
+        R = X[idx]
+        return R.toarray() if sparse.issparse(R) else np.array(R, dtype=np.float64)
+
+    if init == "random":
+        C = rows(np.sort(rng.choice(n, size=k, replace=False)))
+    else:  # k-means++ on 1 - cos
+        first = int(rng.integers(n))
+        C = np.zeros((k, X.shape[1]))
+        C[0] = rows([first])[0]
+        dist = np.maximum(1.0 - np.asarray(X @ C[0]).ravel(), 0.0)
+        for j in range(1, k):
+            total = dist.sum()
+            i = int(rng.choice(n, p=dist / total)) if total > 0 else int(rng.integers(n))
+            C[j] = rows([i])[0]
+            dist = np.minimum(dist, np.maximum(1.0 - np.asarray(X @ C[j]).ravel(), 0.0))
+    def unit(M):
+        norms = np.linalg.norm(M, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        return M / norms
+
+    C = unit(C)
+    XT = X.T.tocsr() if sparse.issparse(X) else X.T  # d x n: centroid sums as one sparse-dense product
+    labels = None
+    for _ in range(max(1, int(max_iter))):
+        S = np.asarray(X @ np.ascontiguousarray(C.T))
+        new = S.argmax(axis=1)
+        if labels is not None and np.array_equal(new, labels):
+            break
+        labels = new
+        counts = np.bincount(labels, minlength=k)
+        for j in np.flatnonzero(counts == 0):  # empty cluster: take the point farthest from its centroid
+            own = S[np.arange(n), labels]
+            own[counts[labels] <= 1] = np.inf  # never empty another cluster
+            i = int(own.argmin())
+            counts[labels[i]] -= 1
+            labels[i] = j
+            counts[j] = 1
+            S[i, :] = -np.inf
+            S[i, j] = 1.0
+        onehot = np.zeros((n, k))
+        onehot[np.arange(n), labels] = 1.0
+        C = unit(np.asarray(XT @ onehot).T)
+    return labels.astype(np.int64)
 
 
 def member_plan(spec: dict, n: int, d: int, c: int | None, seed: int, indices) -> list[dict]:
@@ -202,6 +307,8 @@ def generate_members(X, spec: dict, *, n_clusters: int | None, seed: int, progre
     Returns ``(members int32 n x m, ks int64, seeds int64)``.
     """
     spec = normalize_spec(spec)
+    if spec.get("min_df"):
+        X = X[:, kept_features(X, spec["min_df"])]
     n, d = X.shape
     indices = list(range(spec["size"])) if indices is None else list(indices)
     plan = member_plan(spec, n, d, n_clusters, seed, indices)
@@ -216,7 +323,8 @@ def generate_members(X, spec: dict, *, n_clusters: int | None, seed: int, progre
                 Xj = X if p["features"] is None else X[:, p["features"]]
                 if spec.get("subset_normalize") == "l2":
                     Xj = preprocess(Xj, "l2")  # all-zero rows stay zero
-                cols.append(_kmeans(Xj, p["k"], p["seed"], spec["init"], spec["max_iter"]))
+                cols.append(_kmeans(Xj, p["k"], p["seed"], spec["init"], spec["max_iter"],
+                                    spec.get("kmeans_metric", "euclidean")))
                 bar.update(1)
         else:
             cols = _spectral_members(X, spec, plan, seed, bar)
