@@ -115,9 +115,10 @@ def _marks(run: _SourceRun, row, manifest: Manifest, paper_dataset: str) -> list
     return marks
 
 
-def _worse(run: _SourceRun, row) -> bool:
-    metric_tables = {t.metric: t for t in run.tables}
-    table = metric_tables.get(METRIC_ALIASES.get(str(row["metric"]).strip().lower(), ""))
+def is_worse(tables: list, row) -> bool:
+    """Whether the cell a comparison row was matched with is marked significantly worse in ``tables`` (the
+    experiment's own paired t-test against its best row)."""
+    table = {t.metric: t for t in tables}.get(METRIC_ALIASES.get(str(row["metric"]).strip().lower(), ""))
     cell = table.cells.get((row["ours_label"], row["ours_dataset"])) if table is not None else None
     return bool(cell is not None and cell.worse)
 
@@ -161,7 +162,7 @@ def assemble_table(manifest: Manifest, spec: TableSpec, results_root="results", 
                        ours_std=row["ours_std"], ours_n=int(row["ours_n"]), ours_label=row["ours_label"],
                        ours_dataset=row["ours_dataset"],
                        policy=row["policy"], params=row["params"], source=run.source.config,
-                       marks=" ".join(_marks(run, row, manifest, p.dataset)), worse=_worse(run, row),
+                       marks=" ".join(_marks(run, row, manifest, p.dataset)), worse=is_worse(run.tables, row),
                        also="; ".join(f"{r.source.config} ({rr['ours_mean']:.4f})" for r, rr in hits[1:]))
             if not spec.has_paper_csv:
                 rec.update(status="ours only", reason="the paper prints no number for this cell")

@@ -46,6 +46,11 @@ class Counts:
         self.abs_diff_sum += float(compared["abs_diff"].sum())
         return self
 
+    def merge(self, other: Counts) -> Counts:
+        for k in ("cells", "computed", "compared", "within", "abs_diff_sum"):
+            setattr(self, k, getattr(self, k) + getattr(other, k))
+        return self
+
     @property
     def mean_abs_diff(self) -> float:
         return self.abs_diff_sum / self.compared if self.compared else math.nan
@@ -96,21 +101,22 @@ def _deviations(manifest: Manifest, frames: dict[str, pd.DataFrame]) -> pd.DataF
     return out.sort_values("abs_diff", ascending=False, kind="stable")
 
 
-def scorecard_markdown(assembled: dict[str, tuple[Manifest, dict]]) -> str:
-    total = Counts()
-    per_paper = {}
+def paper_counts(assembled: dict[str, tuple[Manifest, dict]]) -> tuple[dict[str, Counts | str], Counts]:
+    """Per paper its counts (or the reason it was not assembled), and the total over the assembled papers."""
+    per_paper, total = {}, Counts()
     for paper, (_, frames) in assembled.items():
         if isinstance(frames, str):
+            per_paper[paper] = frames
             continue
-        c = Counts()
+        per_paper[paper] = Counts()
         for frame in frames.values():
-            c.add(frame)
-        per_paper[paper] = c
-        total.cells += c.cells
-        total.computed += c.computed
-        total.compared += c.compared
-        total.within += c.within
-        total.abs_diff_sum += c.abs_diff_sum
+            per_paper[paper].add(frame)
+        total.merge(per_paper[paper])
+    return per_paper, total
+
+
+def scorecard_markdown(assembled: dict[str, tuple[Manifest, dict]]) -> str:
+    per_paper, total = paper_counts(assembled)
     head = "| result cells | computed | compared | within tolerance | mean abs. diff |"
     lines = ["# Reproduction scorecard", "",
              "Written by `ensclust reproduce` from the experiment folders under `results/` and the papers' tables; "
@@ -122,7 +128,8 @@ def scorecard_markdown(assembled: dict[str, tuple[Manifest, dict]]) -> str:
              "[papers/](papers/).", "",
              "| paper " + head, "|---|---|---|---|---|---|"]
     for paper, c in per_paper.items():
-        lines.append(f"| [{paper}](papers/{paper}/README.md) | " + " | ".join(c.row()) + " |")
+        if isinstance(c, Counts):
+            lines.append(f"| [{paper}](papers/{paper}/README.md) | " + " | ".join(c.row()) + " |")
     lines.append("| **all** | " + " | ".join(total.row()) + " |")
     for paper, (manifest, frames) in assembled.items():
         if isinstance(frames, str):
@@ -148,20 +155,10 @@ def scorecard_markdown(assembled: dict[str, tuple[Manifest, dict]]) -> str:
 
 def status_totals(assembled: dict[str, tuple[Manifest, dict]]) -> list[str]:
     """One line per paper and one for all: the scorecard's totals."""
-    out = []
-    total = Counts()
-    for paper, (_, frames) in assembled.items():
-        if isinstance(frames, str):
-            out.append(f"{paper:<6} not assembled: {frames}")
-            continue
-        c = Counts()
-        for frame in frames.values():
-            c.add(frame)
-        for k in ("cells", "computed", "compared", "within", "abs_diff_sum"):
-            setattr(total, k, getattr(total, k) + getattr(c, k))
-        out.append(_status_line(paper, c))
-    out.append(_status_line("all", total))
-    return out
+    per_paper, total = paper_counts(assembled)
+    out = [f"{paper:<6} not assembled: {c}" if isinstance(c, str) else _status_line(paper, c)
+           for paper, c in per_paper.items()]
+    return out + [_status_line("all", total)]
 
 
 def _status_line(name: str, c: Counts) -> str:
@@ -294,7 +291,7 @@ def with_rows(manifest: Manifest, spec, plan: list[PlannedConfig], results_root=
 
     from ensclust.experiment.compare import compare
     from ensclust.experiment.report import build_tables
-    from ensclust.papers.assemble import COLUMNS, load_experiment, paper_frame
+    from ensclust.papers.assemble import COLUMNS, is_worse, load_experiment, paper_frame
 
     paper = paper_frame(manifest, spec)
     label = plan[0].config.methods[0].label
@@ -317,16 +314,11 @@ def with_rows(manifest: Manifest, spec, plan: list[PlannedConfig], results_root=
         if source.substitute:
             frame["dataset"] = frame["dataset"].replace(source.substitute)
         result = compare(config, cells, frame, None, tables=tables)
-        by_metric = {t.metric: t for t in tables}
         for i, (_, row) in enumerate(result.iterrows()):
             if i in found or row["ours_label"] != label:
                 continue
-            from ensclust.experiment.compare import METRIC_ALIASES
-
-            table = by_metric.get(METRIC_ALIASES.get(str(row["metric"]).strip().lower(), ""))
-            cell = table.cells.get((label, row["ours_dataset"])) if table is not None else None
             found[i] = {"ours_mean": row["ours_mean"], "ours_std": row["ours_std"], "ours_n": row["ours_n"],
-                        "worse": bool(cell is not None and cell.worse), "source": p.name,
+                        "worse": is_worse(tables, row), "source": p.name,
                         "marks": "s" if columns.iloc[i]["dataset"] in source.substitute else ""}
     out = []
     for i, c in enumerate(columns.itertuples(index=False)):
