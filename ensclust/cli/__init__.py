@@ -25,7 +25,7 @@ def cli():
     \b
     Examples:
       ensclust methods
-      ensclust run configs/demo.yaml
+      ensclust run demo
       ensclust sweep --method spce --param theta=0:0.9:0.1 --dataset iris
       ensclust data list --data-dir ../shared/datasets
     """
