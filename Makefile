@@ -17,7 +17,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 demo: install
-	$(BIN)/ensclust run configs/demo.yaml
+	$(BIN)/ensclust run demo
 
 test: install
 	$(BIN)/pytest
@@ -31,7 +31,7 @@ bench: install
 # Every paper table (resumes from the committed results; see `ensclust reproduce all --tier full --dry-run`).
 reproduce-all: install
 	$(BIN)/ensclust reproduce all --tier full --quiet
-	$(BIN)/ensclust figure ensemble-size configs/figures/awec_fig5_ensemble_size.yaml --sizes 10,20,30,40,50 --quiet
+	$(BIN)/ensclust figure ensemble-size awec_fig5_ensemble_size --sizes 10,20,30,40,50 --quiet
 	$(BIN)/ensclust figure rcec-synthetic --quiet
 
 # At least one table per paper computed from scratch into results/quick/, checked against the committed results.

@@ -1,4 +1,5 @@
-"""Friedman / Nemenyi average-rank test (ensclust/stats_rank.py) against Demsar (JMLR 2006) numbers."""
+"""Friedman / Nemenyi average-rank test (ensclust/experiment/stats.py) against Demsar (JMLR 2006) numbers, and
+the AWEC Fig. 3 / Fig. 4 commands (ensclust paper friedman, ensclust paper awec-fig4)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ensclust.stats_rank import friedman_nemenyi, main, nemenyi_q, rank_rows
+from ensclust.experiment.stats import friedman_nemenyi, nemenyi_q, rank_rows
+from ensclust.testing import invoke_cli
 
 
 def test_nemenyi_q_matches_demsar_table():
@@ -52,7 +54,7 @@ def test_missing_scores_drop_dataset():
         friedman_nemenyi(scores, missing="error")
 
 
-def test_cli_writes_table_and_png(tmp_path):
+def test_cli_writes_table_and_png(tmp_path, capsys):
     rows = []
     for d in range(6):
         for m, base in [("X", 0.8), ("Y", 0.6), ("Z", 0.4)]:
@@ -60,17 +62,18 @@ def test_cli_writes_table_and_png(tmp_path):
                          "std": "", "bold": 0, "param": ""})
     path = tmp_path / "t.csv"
     pd.DataFrame(rows).to_csv(path, index=False)
-    assert main([str(path), "--out", str(tmp_path / "out")]) == 0
+    code, out, err = invoke_cli(capsys, "paper", "friedman", str(path), "--out", str(tmp_path / "out"))
+    assert code == 0, err
+    assert out.startswith("Friedman over N=6 data sets, k=3 methods") and "friedman_ari.png" in out
     out = pd.read_csv(tmp_path / "out" / "friedman_ari.csv")
     assert out["method"].tolist() == ["X", "Y", "Z"]
     assert (tmp_path / "out" / "friedman_ari.png").stat().st_size > 1000
 
 
-def test_awec_fig4_heatmap_from_cells(tmp_path):
+def test_awec_fig4_heatmap_from_cells(tmp_path, capsys):
     import json
 
-    from ensclust.methods._awec_figures import grid_means
-    from ensclust.methods._awec_figures import main as fig_main
+    from ensclust.papers.awec_figures import grid_means
 
     cells = tmp_path / "run" / "cells"
     cells.mkdir(parents=True)
@@ -86,5 +89,7 @@ def test_awec_fig4_heatmap_from_cells(tmp_path):
     means = grid_means(tmp_path / "run")
     assert len(means) == 4 and set(means["n_reps"]) == {2}
     assert means.set_index(["lambda", "gamma"]).loc[(0.2, 5.0), "mean"] == pytest.approx(5.7)
-    assert fig_main([str(tmp_path / "run"), "--out", str(tmp_path / "fig.png")]) == 0
+    code, out, err = invoke_cli(capsys, "paper", "awec-fig4", str(tmp_path / "run"), "--out", str(tmp_path / "fig.png"))
+    assert code == 0, err
+    assert "(4 grid cells)" in out
     assert (tmp_path / "fig.png").stat().st_size > 1000

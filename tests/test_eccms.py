@@ -379,7 +379,7 @@ def test_ecoli_full_protocol(data_dir, params, mean_ari, std_ari, mean_iter):
 def test_time_floor_counts_the_block_gemms(data_dir, tmp_path):
     """The Table IX floor (iterations x one C-update's block GEMMs) is positive, below one full iteration and
     uses the paper's Ecoli time for the 20x goal (issue #5's speed argument rests on this measurement)."""
-    from ensclust.methods._eccms_paper import measure_floor
+    from ensclust.papers.eccms_tables import measure_floor
 
     paper = tmp_path / "table9.csv"
     paper.write_text("method,dataset,mean\nProposed,Ecoli,0.0862\n")
@@ -392,7 +392,7 @@ def test_time_floor_counts_the_block_gemms(data_dir, tmp_path):
     assert row["goal_20x_s"] == pytest.approx(0.0862 / 20)
     assert 0 < row["gemm_cost_ratio"] < 1
     assert out.read_text().startswith("dataset,")
-    from ensclust.methods._eccms_paper import floor_markdown
+    from ensclust.papers.eccms_tables import floor_markdown
 
     text = floor_markdown(out)
     assert "| Ecoli | 336 | float64 |" in text and (tmp_path / "floor.md").read_text() == text

@@ -30,7 +30,9 @@ def test_valid_config_defaults():
 
 
 def test_demo_config_is_valid():
-    cfg = load_config("configs/demo.yaml")
+    from ensclust.configs import packaged_dir
+
+    cfg = load_config(packaged_dir() / "demo.yaml")
     assert cfg.name == "demo" and len(cfg.methods) >= 3
 
 

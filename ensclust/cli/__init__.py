@@ -28,6 +28,7 @@ COMMAND_INDEX = {
     "data": ("data_cmd", "Datasets: list the registry and inspect a dataset."),
     "figure": ("figure_cmd", "Run a paper figure's experiment and write its table and PNG."),
     "methods": ("methods_cmd", "List consensus methods, their parameters, defaults and sources."),
+    "paper": ("paper_cmd", "Paper-specific tables and figures built from finished results (see each command's --help)."),
     "pool": ("pool_cmd", "Pools of base clusterings: build (cached), show, import."),
     "reproduce": ("reproduce_cmd", "Reproduce a paper's tables: run their configs, lay them out as printed, write the scorecard."),
     "report": ("run_cmd", "Rebuild the tables of RESULTS_DIR from its cells.csv (one table per metric)."),
@@ -92,7 +93,7 @@ def cli():
     \b
     Examples:
       ensclust methods
-      ensclust run configs/demo.yaml
+      ensclust run demo
       ensclust sweep --method spce --param theta=0:0.9:0.1 --dataset iris
       ensclust data list --data-dir ../shared/datasets
     """

@@ -124,7 +124,7 @@ def data_info(name, data_dir, preprocess, x_key, y_key):
         click.echo(f"labels:      original values {shown} -> 0..{len(values) - 1}")
     click.echo(f"sha256:      {info['sha256']}")
     if ds.meta.get("checksum_mismatch"):
-        click.echo("WARNING:     checksum differs from datasets/registry.yaml (a different file version)")
+        click.echo("WARNING:     checksum differs from the registry (a different file version)")
     reg = ds.meta.get("registry") or {}
     for p in reg.get("papers", []):
         note = f" - {p['note']}" if p.get("note") else ""

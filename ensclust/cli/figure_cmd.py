@@ -42,7 +42,7 @@ def rcec_synthetic(out_dir, repetitions, max_extra, seed, quiet):
 @figure_group.command("ensemble-size",
                       short_help="Metric vs ensemble size M (e.g. AWEC Fig. 5): run CONFIG once per M and plot "
                                  "every method.")
-@click.argument("config", type=click.Path(dir_okay=False))
+@click.argument("config")
 @click.option("--sizes", default="10,20,30,40,50", show_default=True, metavar="LIST",
               help="comma-separated ensemble sizes M; the config runs once per size")
 @click.option("--metrics", default=None, metavar="LIST", help="comma-separated metrics to plot (default: the config's)")
@@ -53,19 +53,22 @@ def ensemble_size(config, sizes, metrics, out_dir, jobs, executor, scheduler, fo
                   results_root, data_dir, memory):
     """Metric vs ensemble size M (e.g. AWEC Fig. 5): run CONFIG once per M and plot every method.
 
+    CONFIG is a YAML file or the name of a config shipped with ensclust (as for 'ensclust run').
+
     Each size is stored like 'ensclust run' in RESULTS/<name>/m<M>/ (resumable; --force recomputes); the
     rows are the runner's table rows (mean and std over repetitions) per dataset, method and M.
 
     \b
     Examples:
-      ensclust figure ensemble-size configs/figures/awec_fig5_ensemble_size.yaml
-      ensclust figure ensemble-size configs/demo.yaml --sizes 5,10 --metrics ari --out /tmp/fig --quiet
+      ensclust figure ensemble-size awec_fig5_ensemble_size
+      ensclust figure ensemble-size demo --sizes 5,10 --metrics ari --out /tmp/fig --quiet
     """
+    from ensclust.configs import resolve_config
     from ensclust.figures import ensemble_size as exp
 
     check_execution(jobs, executor, scheduler)
     metric_list = [m.strip().lower() for m in metrics.split(",") if m.strip()] if metrics else None
-    frame = exp.run(config, exp.parse_sizes(sizes), metrics=metric_list, out_dir=out_dir, results_root=results_root,
+    frame = exp.run(resolve_config(config), exp.parse_sizes(sizes), metrics=metric_list, out_dir=out_dir, results_root=results_root,
                     data_dir=data_dir, quiet=quiet, jobs=jobs, executor=executor, scheduler=scheduler, force=force,
                     retry_failed=retry_failed, memory=memory)
     if not quiet:

@@ -83,7 +83,7 @@ def _terminate_like_ctrl_c() -> None:
 
 
 @click.command("run")
-@click.argument("config", type=click.Path(dir_okay=False))
+@click.argument("config")
 @execution_options
 @click.option("--dataset", "only_datasets", multiple=True, metavar="LABEL",
               help="compute only this dataset (label as in the config; repeatable)")
@@ -94,21 +94,25 @@ def run_command(config, jobs, executor, scheduler, force, retry_failed, quiet, r
                 only_datasets, only_methods, dry_run):
     """Run an experiment described in a YAML CONFIG and write its tables.
 
+    CONFIG is a YAML file or the name of a config shipped with ensclust: 'demo', a paper table's config
+    (e.g. 'eccms_table4_ari', see 'ensclust reproduce') or a figure's config.
+
     Finished cells are stored under RESULTS/<name>/cells/; a rerun resumes and skips them (use --force to
     recompute). Ctrl-C keeps every finished cell. Exit code 3 when some cells failed (the tables are
     still written; the first failure is printed), 2 for a user error.
 
     \b
     Examples:
-      ensclust run configs/demo.yaml
-      ensclust run configs/paper/eccms_table4_ari.yaml --jobs 2 --quiet
-      ensclust run configs/demo.yaml --executor dask --scheduler tcp://10.0.0.5:8786
-      ensclust run configs/paper/eccms_table4_ari.yaml --dataset Ecoli --method LWEA --dry-run
+      ensclust run demo
+      ensclust run eccms_table4_ari --jobs 2 --quiet
+      ensclust run my_experiment.yaml --executor dask --scheduler tcp://10.0.0.5:8786
+      ensclust run eccms_table4_ari --dataset Ecoli --method LWEA --dry-run
     """
+    from ensclust.configs import resolve_config
     from ensclust.experiment.config import load_config
 
     check_execution(jobs, executor, scheduler)
-    cfg = load_config(config)
+    cfg = load_config(resolve_config(config))
     cell_filter = None
     if only_datasets or only_methods:
         from ensclust.errors import unknown_name_error

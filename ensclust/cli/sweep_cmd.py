@@ -36,7 +36,7 @@ def sweep_command(method, param, fixed, datasets, base_config, repetitions, ense
     \b
     Examples:
       ensclust sweep --method lwea --param theta=0.1:0.9:0.1 --dataset iris --dataset wine
-      ensclust sweep -m eccms -p lambda=log:1e-3:1e2:6 --set alpha=0.8 --config configs/demo.yaml
+      ensclust sweep -m eccms -p lambda=log:1e-3:1e2:6 --set alpha=0.8 --config ensclust/configs/demo.yaml
       ensclust sweep -m eac-al -p dtype=[float32,float64] -d digits -r 5 --ensemble-size 10
     """
     from ensclust.experiment.sweep import build_sweep_config, parse_assignment, write_sweep_outputs

@@ -113,7 +113,7 @@ def load_dataset(
     Parameters
     ----------
     name_or_path : str or Path
-        Registry name (``datasets/registry.yaml``), built-in name (iris, wine, digits,
+        Registry name (``ensclust/data/registry.yaml``), built-in name (iris, wine, digits,
         breast_cancer_sklearn, blobs, moons, circles, aniso) or a file path (.mat v5/v7/v7.3, .h5/.hdf5,
         .npz, .csv). Relative paths are tried in the current folder, then in the data directory.
     data_dir : str or Path, optional

@@ -1,4 +1,5 @@
-"""The dataset registry (``datasets/registry.yaml``), the data directory and cached file checksums."""
+"""The dataset registry (``ensclust/data/registry.yaml``, package data), the data directory and cached file
+checksums."""
 
 from __future__ import annotations
 
@@ -7,20 +8,25 @@ import functools
 import hashlib
 import json
 import os
+from importlib import resources
 from pathlib import Path
 
 import yaml
 
 from ensclust.errors import UserError
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_REGISTRY = REPO_ROOT / "datasets" / "registry.yaml"
+REPO_ROOT = Path(__file__).resolve().parents[2]  # the checkout when ensclust runs from one (not in a wheel)
+
+
+def default_registry() -> Path:
+    """The registry shipped with ensclust: ``registry.yaml`` of this package (package data)."""
+    return Path(str(resources.files("ensclust.data").joinpath("registry.yaml")))
 
 
 def registry_path() -> Path:
-    """``ENSCLUST_REGISTRY`` when set, else ``datasets/registry.yaml`` of the repository."""
+    """``ENSCLUST_REGISTRY`` when set, else the packaged :func:`default_registry`."""
     env = os.environ.get("ENSCLUST_REGISTRY")
-    return Path(env) if env else DEFAULT_REGISTRY
+    return Path(env).expanduser() if env else default_registry()
 
 
 @functools.lru_cache(maxsize=4)
@@ -33,10 +39,12 @@ def _load_registry(path: str, mtime: float) -> dict:
 
 
 def load_registry() -> dict:
-    """``{"datasets": {name: entry}, "pools": {name: entry}}`` (empty when the file is missing)."""
+    """``{"datasets": {name: entry}, "pools": {name: entry}}``; a missing registry file is a UserError."""
     path = registry_path()
-    if not path.exists():
-        return {"datasets": {}, "pools": {}}
+    if not path.is_file():
+        where = "ENSCLUST_REGISTRY" if os.environ.get("ENSCLUST_REGISTRY") else "the ensclust package data"
+        raise UserError(f"{path}: dataset registry not found (from {where}); set ENSCLUST_REGISTRY to a "
+                        "registry.yaml or reinstall ensclust")
     return _load_registry(str(path), path.stat().st_mtime)
 
 

@@ -2,7 +2,7 @@
 comparison with the papers' tables, parameter sweeps and plots.
 
     from ensclust.experiment import load_config, run_experiment
-    root = run_experiment(load_config("configs/demo.yaml"))
+    root = run_experiment(load_config("ensclust/configs/demo.yaml"))
 """
 
 from ensclust.experiment.config import ExperimentConfig, load_config, load_config_text

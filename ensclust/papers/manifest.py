@@ -17,7 +17,7 @@ One YAML file per paper in ``ensclust/papers/manifests/`` (package data)::
         offsets: {marker: "offset vs default", reference: "absolute value at default"}
                                      # optional: cells printed as offsets from a reference setting
         sources:                     # in order of preference: the first that has a cell gives it
-          - config: acmk_small       # configs/paper/<config>.yaml, results in results/<config>/
+          - config: acmk_small       # ensclust/configs/paper/<config>.yaml, results in results/<config>/
             tier: quick              # quick (also in full) or full (default)
             protocol: "..."          # how it departs from the paper's protocol (printed in the caption)
             substitute: {Lung: lung_discrete}   # paper dataset -> our column: a substitute data set
@@ -212,10 +212,8 @@ def load_manifest(paper: str) -> Manifest:
 
 
 def config_dir() -> Path:
-    """The folder of the paper configs: ``configs/paper`` of the checkout ensclust runs from, else of the
-    current folder."""
-    here = Path(__file__).resolve().parents[2] / "configs" / "paper"
-    return here if here.is_dir() else Path("configs/paper")
+    """The folder of the paper configs: ``ensclust/configs/paper`` (package data, read with importlib.resources)."""
+    return Path(str(resources.files("ensclust.configs").joinpath("paper")))
 
 
 def config_path(name: str, origin: Path | None = None) -> Path:

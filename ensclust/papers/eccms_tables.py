@@ -1,22 +1,22 @@
-"""EC-CMS Table IX (run times): our per-run wall times beside the paper's, from finished experiment cells.
+"""EC-CMS tables outside the datasets x methods grid: Table IX (run times, ours beside the paper's, from
+finished experiment cells and single-threaded CPU measurements), the speed floor of one fit, Table III offsets.
 
 The paper's Table IX lists MATLAB run times (R2020a, 2.3 GHz CPU, 16 GB) of one EC-CMS run per data set. Ours:
 the CPU time of one single-threaded fit on the paper's first ensemble (``cpu``; robust to other jobs on a shared
 machine) and the ``time_s`` of the runner's cells (wall clock of ``fit_predict``: LWCA, high-confidence matrix,
 ADMM, average link) of the fixed-setting rows (alpha = 0.8, lambda = 0.4), averaged over the computed runs.
 
-Usage::
+Command line (``ensclust paper --help``)::
 
-    OMP_NUM_THREADS=1 python -m ensclust.methods._eccms_paper cpu ecoli umist aggregation \
-        --out results/eccms_table9_time/cpu_times.csv
-    OMP_NUM_THREADS=1 python -m ensclust.methods._eccms_paper floor ecoli ls --out results/eccms_table9_time/floor.csv
-    python -m ensclust.methods._eccms_paper table9 --out results/eccms_table9_time \\
+    OMP_NUM_THREADS=1 ensclust paper eccms-cpu ecoli umist aggregation --out results/eccms_table9_time/cpu_times.csv
+    OMP_NUM_THREADS=1 ensclust paper eccms-floor ecoli ls --out results/eccms_table9_time/floor.csv
+    ensclust paper eccms-table9 --out results/eccms_table9_time \\
         results/eccms_table4_proposed results/eccms_table4_proposed_large results/eccms_table4_proposed_xl
+    ensclust paper eccms-table3 results/eccms_table3_gamma_umist
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
@@ -245,52 +245,3 @@ def table3_offsets(result_dir, paper_csv, out_dir=None) -> pd.DataFrame:
         (out / "table3_offsets.md").write_text("\n".join(lines) + "\n")
     return table
 
-
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m ensclust.methods._eccms_paper")
-    sub = parser.add_subparsers(dest="cmd", required=True)
-    t9 = sub.add_parser("table9", help="Table IX: our wall times beside the paper's")
-    t9.add_argument("results", nargs="+")
-    t9.add_argument("--out", required=True)
-    t9.add_argument("--paper", default=str(Path(__file__).resolve().parents[2].parent / "shared" / "paper_tables"
-                                           / "eccms" / "table9_time.csv"))
-    cpu = sub.add_parser("cpu", help="CPU time of one fit (paper run 1) per authors' pool; appends to CSV")
-    cpu.add_argument("datasets", nargs="+", help="pool names: ecoli umist aggregation spf caltech20 fct texture ls")
-    cpu.add_argument("--out", required=True, help="CSV to append to (e.g. results/eccms_table9_time/cpu_times.csv)")
-    cpu.add_argument("--data-dir", default=None)
-    floor = sub.add_parser("floor", help="lower bound: iterations x CPU time of one C-update's block GEMMs")
-    floor.add_argument("datasets", nargs="+", help="pool names: ecoli umist aggregation spf caltech20 fct texture ls")
-    floor.add_argument("--out", required=True, help="CSV to append to (e.g. results/eccms_table9_time/floor.csv)")
-    floor.add_argument("--data-dir", default=None)
-    floor.add_argument("--iters", default="results/eccms_table9_time/table9_time.csv",
-                       help="CSV with dataset / mean_iter (the Table IX runs); missing sets get one full solve")
-    floor.add_argument("--paper", default=str(Path(__file__).resolve().parents[2].parent / "shared" / "paper_tables"
-                                              / "eccms" / "table9_time.csv"))
-    t3 = sub.add_parser("table3", help="Table III offsets from the default gamma1 = gamma2 = 1")
-    t3.add_argument("result_dir")
-    t3.add_argument("--paper", default=str(Path(__file__).resolve().parents[2].parent / "shared" / "paper_tables"
-                                           / "eccms" / "table3_admm_params_umist.csv"))
-    args = parser.parse_args(argv)
-    if args.cmd == "table3":
-        print(table3_offsets(args.result_dir, args.paper, args.result_dir).to_string(index=False))
-        return
-    if args.cmd == "floor":
-        from ensclust.data.registry import resolve_data_dir
-
-        known = None
-        if args.iters and Path(args.iters).exists():
-            known = pd.read_csv(args.iters).set_index("dataset")["mean_iter"].to_dict()
-        measure_floor(args.datasets, resolve_data_dir(args.data_dir), args.out, args.paper, known_iter=known)
-        print(floor_markdown(args.out))
-        return
-    if args.cmd == "cpu":
-        from ensclust.data.registry import resolve_data_dir
-
-        measure_cpu(args.datasets, resolve_data_dir(args.data_dir), args.out)
-        return
-    table = table9(args.results, args.paper, args.out)
-    print(table.to_string(index=False))
-
-
-if __name__ == "__main__":
-    main()

@@ -3,7 +3,7 @@
 Reads the finished cells of an ``ensclust run`` results directory (``cells/*.json``, so it also works on a
 run that is still going or was interrupted) and averages the metric over the repetitions of every grid point.
 
-    python -m ensclust.methods._awec_figures RESULTS_DIR --out results/awec_fig4/fig4_nmi.png [--metric nmi]
+    ensclust paper awec-fig4 RESULTS_DIR --out results/awec_fig4/fig4_nmi.png [--metric nmi]
 
 Writes the PNG and a long CSV next to it (dataset, method, lambda, gamma, mean, n_reps).
 """
@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from ensclust.errors import UserError
 
 
 def grid_means(results_dir, metric: str = "nmi", methods=("AWEC-S", "AWEC-H")) -> pd.DataFrame:
@@ -78,24 +80,14 @@ def plot_heatmaps(means: pd.DataFrame, path, metric: str = "NMI", min_reps: int 
     plt.close(fig)
 
 
-def main(argv=None) -> int:
-    import argparse
-
-    ap = argparse.ArgumentParser(description="AWEC Fig. 4 heat maps from a results directory")
-    ap.add_argument("results_dirs", nargs="+")
-    ap.add_argument("--out", required=True, help="PNG path (a CSV with the same stem is written next to it)")
-    ap.add_argument("--metric", default="nmi")
-    args = ap.parse_args(argv)
-    means = pd.concat([grid_means(d, args.metric) for d in args.results_dirs], ignore_index=True)
+def write_fig4(results_dirs, out, metric: str = "nmi") -> tuple[Path, int]:
+    """The heat maps of the finished grid cells of ``results_dirs`` as the PNG ``out`` and a long CSV beside
+    it; returns ``(out, number of grid cells)``."""
+    means = pd.concat([grid_means(d, metric) for d in results_dirs], ignore_index=True)
     if means.empty:
-        raise SystemExit("no finished AWEC grid cells found")
-    out = Path(args.out)
+        raise UserError("no finished AWEC grid cells found in " + ", ".join(map(str, results_dirs)))
+    out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     means.to_csv(out.with_suffix(".csv"), index=False, float_format="%.4f", lineterminator="\n")
-    plot_heatmaps(means, out, args.metric.upper())
-    print(f"wrote {out} and {out.with_suffix('.csv')} ({len(means)} grid cells)")
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())
+    plot_heatmaps(means, out, metric.upper())
+    return out, len(means)

@@ -1,10 +1,10 @@
 """ACMK paper figures from the runner's data: Fig. 2 (ACC of every base clustering before and after the
 refinement) and Fig. 4 (ACC / NMI of ACMK-KM and ACMK-SC against lambda).
 
-Usage (after ``ensclust run configs/paper/acmk_small.yaml``)::
+Command line (after ``ensclust run acmk_small``)::
 
-    python -m ensclust.methods._acmk_figures fig4 results/acmk_small
-    python -m ensclust.methods._acmk_figures fig2 results/acmk_fig2_refinement configs/paper/acmk_small.yaml [...] [--lambda=1]
+    ensclust paper acmk-fig4 results/acmk_small
+    ensclust paper acmk-fig2 results/acmk_fig2_refinement acmk_small [...] [--lambda 1]
 
 Fig. 2 re-runs ACMK-KM (lambda = 1, the spec's default; the paper does not say which lambda its Fig. 2
 used) on the first repetition's ensemble of every data set, i.e. exactly the base results the table run
@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from ensclust.errors import UserError
 
 
 def _plt():
@@ -54,7 +55,7 @@ def figure4(results_dir, out=None) -> Path:
     plt = _plt()
     frame = lambda_frame(results_dir)
     if frame.empty:
-        raise SystemExit(f"no 'Fig4' cells in {results_dir}")
+        raise UserError(f"{results_dir}: no finished '... Fig4' cells")
     out = Path(out or Path(results_dir) / "fig4_lambda.png")
     datasets = list(dict.fromkeys(frame["dataset"]))
     fig, axes = plt.subplots(2, len(datasets), figsize=(3.6 * len(datasets), 6), squeeze=False)
@@ -140,13 +141,3 @@ def figure2(config_paths, out_dir, lam: float = 1.0) -> Path:
                  ).to_csv(out_dir / "fig3_objective.csv", index=False)
     return path
 
-
-if __name__ == "__main__":  # pragma: no cover - command-line entry
-    if len(sys.argv) >= 3 and sys.argv[1] == "fig4":
-        print(figure4(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else None))
-    elif len(sys.argv) >= 4 and sys.argv[1] == "fig2":
-        lam_args = [a for a in sys.argv[3:] if a.startswith("--lambda=")]
-        configs = [a for a in sys.argv[3:] if not a.startswith("--lambda=")]
-        print(figure2(configs, sys.argv[2], lam=float(lam_args[-1].split("=", 1)[1]) if lam_args else 1.0))
-    else:
-        raise SystemExit(__doc__)
