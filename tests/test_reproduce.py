@@ -247,3 +247,18 @@ def test_with_runs_a_plugin_from_a_users_file(toy, capsys):
     assert set(mine[mine["status"] == "ours only"]["dataset"]) == {"Iris", "Wine"}
     config = yaml.safe_load((results / "toy_a--with-FirstMember" / "experiment.json").read_text())
     assert config["methods"][0]["params"] == {"shift": 1}
+
+
+def test_new_failed_cells_exit_3_and_recorded_ones_do_not(toy, capsys):
+    # n_clusters above the data size fails every fit of toy_b's Iris cells; a second run resumes, the failures
+    # are already recorded with their reason (as in committed results), and the tier no longer fails on them
+    config = (toy / "manifests" / "toy_b.yaml").read_text()
+    (toy / "manifests" / "toy_b.yaml").write_text(config.replace("{name: iris, label: Iris}",
+                                                                 "{name: iris, label: Iris, n_clusters: 500}"))
+    results = toy / "results"
+    code, _, err = invoke_cli(capsys, "reproduce", "toy", "--results", str(results), "--quiet")
+    assert code == 3
+    assert "toy_b: 10 cells failed in this run; first: Iris/" in err
+    assert (results / "REPRODUCTION.md").exists()  # the scorecard is still written
+    code, _, err = invoke_cli(capsys, "reproduce", "toy", "--results", str(results), "--quiet")
+    assert code == 0, err

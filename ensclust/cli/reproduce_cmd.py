@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ensclust.errors import UserError
+from ensclust.errors import CellsFailed, UserError
 
 
 @click.command("reproduce")
@@ -77,9 +77,12 @@ def reproduce_command(paper, table, tier, dry_run, status, assemble_only, with_m
                                   data_dir=data_dir, quiet=quiet, echo=click.echo)
         for name, reason in failures:
             click.echo(f"ensclust: warning: {name}: {reason}", err=True)
+    else:
+        failures = []
     if with_method:
         path = rp.write_with_table(manifests[0], manifests[0].table(table), plan, results_root)
         click.echo(f"wrote {path}")
+        _raise_if_failed(failures)
         return
     card, assembled = rp.write_scorecard(results_root)
     for line in rp.status_totals(assembled):
@@ -91,6 +94,14 @@ def reproduce_command(paper, table, tier, dry_run, status, assemble_only, with_m
             click.echo(line)
         if not same:
             raise SystemExit(1)
+    _raise_if_failed(failures)
+
+
+def _raise_if_failed(failures) -> None:
+    """Exit code 3 when a config could not run or left new failed cells (each was printed as a warning)."""
+    if failures:
+        raise CellsFailed(f"{len(failures)} config(s) did not complete (see the warnings above); the tables are "
+                          f"written from what finished")
 
 
 def _parse_params(items) -> dict:

@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from ensclust.errors import UserError
-from ensclust.experiment.store import atomic_write_text
+from ensclust.experiment.store import ResultStore, atomic_write_text
 from ensclust.papers.assemble import DEFAULT_TOLERANCE, assemble_table, table_latex, table_markdown
 from ensclust.papers.manifest import Manifest, available_papers, load_manifest
 
@@ -233,8 +233,12 @@ def dry_run_lines(plan: list[PlannedConfig], results_root="results") -> list[str
 
 def run_configs(plan: list[PlannedConfig], results_root="results", *, jobs=1, executor="local", scheduler=None,
                 data_dir=None, quiet=False, echo=print) -> list[tuple[str, str]]:
-    """Run the configs, cheapest pending work first, and compare each with its paper tables. A config that
-    cannot run (e.g. its data is missing) is reported and skipped; returns those (name, reason)."""
+    """Run the configs, cheapest pending work first, and compare each with its paper tables.
+
+    Returns (config name, reason) for each config that could not run (e.g. its data is missing: reported and
+    skipped) or whose run left failed cells that were not failed before it (cells a committed result already
+    records as failed, with their reason, do not count: rerunning the tier must not fail on them).
+    """
     from ensclust.errors import UserError
     from ensclust.experiment.compare import run_compare
     from ensclust.experiment.config import compare_targets
@@ -245,6 +249,7 @@ def run_configs(plan: list[PlannedConfig], results_root="results", *, jobs=1, ex
     for p, est in order:
         if not quiet:
             echo(f"== {p.name}: {est.pending} of {est.planned} fits to run")
+        before = _failed_cells(Path(results_root) / p.config.name)
         try:
             root = run_experiment(p.config, results_root=results_root, jobs=jobs, executor=executor,
                                   scheduler=scheduler, data_dir=data_dir, quiet=True if quiet else False)
@@ -252,7 +257,22 @@ def run_configs(plan: list[PlannedConfig], results_root="results", *, jobs=1, ex
                 run_compare(root)
         except UserError as exc:
             failures.append((p.name, str(exc)))
+            continue
+        new = {key: error for key, error in _failed_cells(root).items() if key not in before}
+        if new:
+            (dataset, method, _, rep), error = next(iter(new.items()))
+            failures.append((p.name, f"{len(new)} cells failed in this run; first: {dataset}/{method} rep {rep}: "
+                                     f"{error}"))
     return failures
+
+
+def _failed_cells(root: Path) -> dict[tuple, str]:
+    """(dataset, method, point, rep) -> error of the failed cells recorded in ``root``/cells.csv (none if absent)."""
+    if not (root / "cells.csv").exists():
+        return {}
+    cells = ResultStore(root).load_cells()
+    failed = cells[cells["status"] != "ok"]
+    return {(r.dataset, r.method, int(r.point), int(r.rep)): str(r.error) for r in failed.itertuples(index=False)}
 
 
 # -- a user's method in a paper's table ------------------------------------------------------------------------
