@@ -19,6 +19,8 @@ Conventions follow the papers' reference code (see the specs):
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from scipy import sparse
 from scipy.optimize import linear_sum_assignment
@@ -158,8 +160,26 @@ METRICS = {
 }
 
 
+def consensus_fro(method) -> float:
+    """Frobenius norm of a fitted method's ``consensus_matrix_`` as the method holds it (dense or sparse; NaN
+    when the method keeps none). EC-CMS Table III reports its relative change across ADMM penalties."""
+    C = getattr(method, "consensus_matrix_", None)
+    if C is None:
+        return math.nan
+    if hasattr(C, "multiply"):  # scipy.sparse
+        return float(np.sqrt(C.multiply(C).sum()))
+    return float(np.linalg.norm(np.asarray(C, dtype=np.float64)))
+
+
+#: Metrics of the fitted method rather than of its labels: filled by the experiment runner after the fit,
+#: absent (NaN) for the base-clustering rows.
+FIT_METRICS = {
+    "consensus_fro": consensus_fro,
+}
+
+
 def check_metric_names(names, where: str = "") -> list[str]:
-    """Validate metric names (case-insensitive), returning them lower-cased."""
+    """Validate label metric names (case-insensitive), returning them lower-cased."""
     out = []
     for name in names:
         key = str(name).lower()
@@ -169,6 +189,11 @@ def check_metric_names(names, where: str = "") -> list[str]:
     return out
 
 
+def label_metrics(names) -> list[str]:
+    """The names in ``names`` that score labels (:data:`METRICS`), dropping the fit metrics."""
+    return [n for n in names if str(n).lower() not in FIT_METRICS]
+
+
 def evaluate(y_true, y_pred, metrics=("acc", "nmi", "ari", "fscore"), nmi_average: str = "arithmetic") -> dict:
     """All requested metrics of ``y_pred`` against ``y_true`` as a dict ``{name: value}``."""
     y_true = np.asarray(y_true).ravel()
@@ -176,7 +201,7 @@ def evaluate(y_true, y_pred, metrics=("acc", "nmi", "ari", "fscore"), nmi_averag
     if y_true.shape != y_pred.shape:
         raise UserError(f"labels have length {y_pred.size} but the ground truth has {y_true.size}")
     out = {}
-    for name in check_metric_names(metrics):
+    for name in check_metric_names(label_metrics(metrics)):
         fn = METRICS[name]
         out[name] = fn(y_true, y_pred, average=nmi_average) if name == "nmi" else fn(y_true, y_pred)
     return out

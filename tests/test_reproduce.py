@@ -262,3 +262,59 @@ def test_new_failed_cells_exit_3_and_recorded_ones_do_not(toy, capsys):
     assert (results / "REPRODUCTION.md").exists()  # the scorecard is still written
     code, _, err = invoke_cli(capsys, "reproduce", "toy", "--results", str(results), "--quiet")
     assert code == 0, err
+
+
+RELATIVE_PAPER = """table,metric,method,dataset,mean,std,bold,param
+table1,ARI,EC,Iris,0.5,,,gamma2=1;absolute value at default
+table1,ARI,EC,Iris,+0.01,,,gamma2=0.01;offset vs default
+table1,C_fro_relative_change,EC,Iris,0.05,,,gamma2=0.01;|(||C||_F - ||C_default||_F)| / ||C_default||_F
+table1,C_fro_relative_change,EC,Iris,0,,,gamma2=1;|(||C||_F - ||C_default||_F)| / ||C_default||_F
+"""
+
+
+def test_relative_change_cells_use_the_recorded_consensus_norm(tmp_path, monkeypatch, capsys):
+    # EC-CMS Table III's ||C||_F row: |norm at the setting - norm at the default| / norm at the default,
+    # from the consensus_fro the runner records (the Frobenius norm of the fitted method's consensus matrix)
+    manifests, tables = tmp_path / "m", tmp_path / "t" / "toyoff"
+    manifests.mkdir()
+    tables.mkdir(parents=True)
+    (manifests / "toyoff.yaml").write_text(OFFSET_MANIFEST.replace(
+        'reference: "absolute value at default"}',
+        'reference: "absolute value at default", relative: "/ ||C_default||_F"}'))
+    config = CONFIG.replace("compare_to: toy/table1_ari.csv", "compare_to: toyoff/table1_offsets.csv")
+    config = config.replace("metrics: [ari, nmi]", "metrics: [ari, consensus_fro]")
+    (manifests / "toyoff_a.yaml").write_text(config.format(
+        name="toyoff_a", reps=2, datasets="  - {name: iris, label: Iris}",
+        methods='  - {name: eccms, label: EC, params: {max_iter: 20}, paper_param: "gamma2=1;absolute value at default"}\n'
+                "  - {name: eccms, label: ECG, grid: {gamma2: [0.01]}, params: {max_iter: 20}, tuning: each}\n"
+                "  - {name: km-avg, label: KM}"))
+    (tables / "table1_offsets.csv").write_text(RELATIVE_PAPER)
+    monkeypatch.setenv("ENSCLUST_MANIFESTS", str(manifests))
+    monkeypatch.setenv("ENSCLUST_PAPER_TABLES", str(tmp_path / "t"))
+    code, _, err = invoke_cli(capsys, "reproduce", "toyoff", "--results", str(tmp_path / "r"), "--quiet")
+    assert code == 0, err
+    frame = pd.read_csv(tmp_path / "r" / "papers" / "toyoff" / "table1_offsets.csv", keep_default_na=False)
+    norms = pd.read_csv(tmp_path / "r" / "toyoff_a" / "table_consensus_fro.csv")
+    norm = dict(zip(norms["method"], norms["mean"], strict=True))
+    assert norm["EC"] > 1 and math.isnan(norm["KM"])  # a base-clustering row has no consensus matrix
+    assert list(frame["status"]) == ["compared"] * 4
+    assert frame["ours_mean"][2] == pytest.approx(abs(norm["ECG [gamma2=0.01]"] - norm["EC"]) / norm["EC"], rel=1e-3)
+    assert frame["ours_mean"][3] == 0.0 and frame["within"][3] == "yes"  # the reference setting itself
+    cells = pd.read_csv(tmp_path / "r" / "toyoff_a" / "cells.csv")
+    assert (cells.loc[cells["method"] == "EC", "consensus_fro"] > 1).all()
+
+
+def test_consensus_fro_is_the_frobenius_norm_of_the_consensus_matrix():
+    import numpy as np
+    from scipy import sparse
+
+    from ensclust.metrics import consensus_fro
+
+    class Fitted:
+        consensus_matrix_ = np.array([[1.0, 0.5], [0.5, 1.0]])
+
+    assert consensus_fro(Fitted()) == pytest.approx(np.sqrt(2.5))
+    Fitted.consensus_matrix_ = sparse.csr_matrix(Fitted.consensus_matrix_)
+    assert consensus_fro(Fitted()) == pytest.approx(np.sqrt(2.5))
+    Fitted.consensus_matrix_ = None
+    assert math.isnan(consensus_fro(Fitted()))

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +35,9 @@ from ensclust.experiment.store import ResultStore, atomic_write_text
 METRIC_ALIASES = {"acc": "acc", "accuracy": "acc", "nmi": "nmi", "ari": "ari", "f-score": "fscore",
                   "fscore": "fscore", "f1": "fscore", "f1-score": "fscore", "f": "fscore", "f-measure": "fmeasure",
                   "fmeasure": "fmeasure", "purity": "purity", "time_s": "time_s", "time": "time_s",
-                  "runtime": "time_s", "time (s)": "time_s"}
+                  "runtime": "time_s", "time (s)": "time_s",
+                  # EC-CMS Table III prints the relative change of ||C||_F; the runner records ||C||_F
+                  "c_fro_relative_change": "consensus_fro"}
 PAPER_COLUMNS = ["table", "metric", "method", "dataset", "mean", "std", "bold", "param"]
 
 
@@ -165,7 +168,13 @@ def compare(config: ExperimentConfig, cells: pd.DataFrame, paper: pd.DataFrame,
             missing("dataset not run (no finished cell)")
             continue
         candidates = by_paper_name.get(str(p["method"]).strip().lower(), [])
-        candidates = [(label, m) for label, m in candidates if m.paper_param is None or m.paper_param == p["param"]]
+        if not candidates and metric == "time_s":
+            # a run-time row may annotate the name ("LWEA (baseline; no iterations)"): the row of the bare name
+            candidates = by_paper_name.get(re.sub(r"\s*\(.*\)\s*$", "", str(p["method"])).strip().lower(), [])
+        unparamed_time = metric == "time_s" and not str(p["param"]).strip()
+        candidates = [(label, m) for label, m in candidates
+                      if m.paper_param is None or m.paper_param == p["param"] or unparamed_time]
+        # a run time printed without a setting: the first row of that name (config order) stands for it
         # a row mapped to exactly this param (e.g. "k=2") wins over a generic row of the same paper name,
         # whatever their order in the config
         candidates.sort(key=lambda c: c[1].paper_param is None)

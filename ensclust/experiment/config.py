@@ -28,7 +28,7 @@ from pathlib import Path
 from ensclust.errors import UserError, did_you_mean, unknown_name_error
 from ensclust.experiment.grid import expand_grid, parse_grid
 from ensclust.experiment.yamlio import Located, load_yaml, load_yaml_file
-from ensclust.metrics import METRICS, NMI_AVERAGES
+from ensclust.metrics import FIT_METRICS, METRICS, NMI_AVERAGES, label_metrics
 
 PSEUDO_METHODS = ("km-avg", "km-best")
 TUNING_POLICIES = ("fixed", "oracle-best-mean", "oracle-per-repetition", "each")
@@ -429,12 +429,13 @@ def validate_config(doc: Located) -> ExperimentConfig:
         metrics = [metrics]
     if not isinstance(metrics, list) or not metrics:
         raise v.err(("metrics",), "must be a non-empty list of metric names")
-    metrics = [v.choice(m, ("metrics", i), tuple(METRICS), "metric") for i, m in enumerate(metrics)]
+    known = tuple(METRICS) + tuple(FIT_METRICS)
+    metrics = [v.choice(m, ("metrics", i), known, "metric") for i, m in enumerate(metrics)]
     nmi_average = v.choice(top.get("nmi_average", "arithmetic"), ("nmi_average",), NMI_AVERAGES,
                            "NMI normalisation")
     tune_metric = top.get("tune_metric", metrics[0])
-    tune_metric = v.choice(tune_metric, ("tune_metric",), tuple(metrics) + ("per-metric",),
-                           "tune metric (must be one of the listed metrics or per-metric)")
+    tune_metric = v.choice(tune_metric, ("tune_metric",), tuple(label_metrics(metrics)) + ("per-metric",),
+                           "tune metric (must be one of the listed label metrics or per-metric)")
     outputs = top.get("outputs", ["csv", "latex", "markdown"])
     if isinstance(outputs, str):
         outputs = [outputs]

@@ -186,7 +186,7 @@ def _json_safe(value):
 def run_cell(ctx: DatasetContext, cell: dict) -> dict:
     """Run one cell and return its record (never raises for a failing method: the error is recorded)."""
     from ensclust.methods import get_method, get_method_class
-    from ensclust.metrics import evaluate, member_scores
+    from ensclust.metrics import FIT_METRICS, evaluate, member_scores
 
     record = {k: cell[k] for k in ("dataset", "method", "method_name", "point", "params", "rep", "seed",
                                    "fingerprint")}
@@ -231,6 +231,7 @@ def run_cell(ctx: DatasetContext, cell: dict) -> dict:
         record["converged"] = None if converged is None else bool(converged)
         record["labels_sha256"] = labels_sha256(labels)
         record["metrics"] = {k: float(v) for k, v in evaluate(ctx.y, labels, ctx.metrics, ctx.nmi_average).items()}
+        record["metrics"].update({k: FIT_METRICS[k](method) for k in ctx.metrics if k in FIT_METRICS})
     except KeyboardInterrupt:
         raise
     except Exception as exc:  # a failing method is recorded, the run goes on

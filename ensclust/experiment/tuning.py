@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ensclust.experiment.config import ExperimentConfig, MethodSpec
+from ensclust.metrics import FIT_METRICS, label_metrics
 
 
 @dataclass
@@ -77,6 +78,9 @@ def summarize(config: ExperimentConfig, cells: pd.DataFrame) -> list[Row]:
     """All table rows (every dataset x method x metric) under each method's tuning policy."""
     rows: list[Row] = []
     reps = config.ensemble["repetitions"]
+    missing = [m for m in config.metrics if m not in cells.columns]
+    if missing:  # a metric added to the config after these cells were computed: no value until they rerun
+        cells = cells.assign(**dict.fromkeys(missing, math.nan))
     # one pass over the cells (a boolean mask per dataset x method was the cost of every report)
     groups = dict(iter(cells.groupby(["dataset", "method"], sort=False))) if len(cells) else {}
     empty = cells.iloc[0:0]
@@ -138,7 +142,9 @@ def _method_rows(config: ExperimentConfig, method: MethodSpec, dataset: str, sub
         return rows
 
     for metric in config.metrics:
-        tune = metric if config.tune_metric == "per-metric" else config.tune_metric
+        tune = config.tune_metric
+        if tune == "per-metric":  # a fit metric (e.g. a matrix norm) is no score: read it where labels tune
+            tune = metric if metric not in FIT_METRICS else label_metrics(config.metrics)[0]
         tune_vals = per_metric.get(tune) or _point_values(sub, tune)
         target = per_metric[metric]
         policy = f"{method.tuning} on {tune.upper()}"

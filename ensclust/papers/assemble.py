@@ -220,40 +220,56 @@ def _param_dict(text: str) -> dict:
 
 
 def _fill_offsets(spec: TableSpec, runs: list, out: list) -> None:
-    """Cells the paper prints as offsets from a reference setting (``offsets: {marker, reference}``), e.g.
-    EC-CMS Table III: our offset = our mean at the cell's setting - our mean at the reference setting, taken
-    from the grid rows of the same experiment (row label 'gamma1=1 [gamma2=0.01]' for the paper's
-    'gamma1=1;gamma2=0.01;...'); repeated reference cells take the reference value."""
+    """Cells the paper prints relative to a reference setting (``offsets: {marker, reference, relative}``),
+    e.g. EC-CMS Table III. ``marker`` cells are offsets: our mean at the cell's setting - our mean at the
+    reference setting; ``relative`` cells (optional) are relative changes |ours - ours_ref| / ours_ref of their
+    own metric (Table III's ||C||_F, recorded as ``consensus_fro``). Settings are read from the grid rows of the
+    same experiment (row label 'gamma1=1 [gamma2=0.01]' for the paper's 'gamma1=1;gamma2=0.01;...'); the
+    reference is the row the paper's ``reference`` cells matched; cells at the reference setting take it."""
     marker, reference = spec.offsets["marker"], spec.offsets["reference"]
+    relative = spec.offsets.get("relative")
     refs = {(r["metric"], r["dataset"]): r for r in out
             if reference in str(r["param"]) and r["status"] == "compared"}
     for rec in out:
-        if rec["status"] != "missing" or not (marker in str(rec["param"]) or reference in str(rec["param"])):
+        param = str(rec["param"])
+        is_relative = bool(relative) and relative in param
+        if rec["status"] != "missing" or not (marker in param or reference in param or is_relative):
             continue
-        ref = refs.get((rec["metric"], rec["dataset"]))
+        ref = (next((r for (_, d), r in refs.items() if d == rec["dataset"]), None) if is_relative
+               else refs.get((rec["metric"], rec["dataset"])))
         if ref is None or not isinstance(rec["paper_mean"], float) or math.isnan(rec["paper_mean"]):
             continue
         run = next(r for r in runs if r.source.config == ref["source"])
-        if reference in str(rec["param"]):
+        table = {t.metric: t for t in run.tables}.get(METRIC_ALIASES.get(str(rec["metric"]).lower(), ""))
+        if reference in param:
             value, label = ref["ours_mean"], ref["ours_label"]
         else:
-            wanted = _param_dict(rec["param"])
-            table = {t.metric: t for t in run.tables}.get(METRIC_ALIASES.get(str(rec["metric"]).lower(), ""))
+            wanted = _param_dict(param)
             best = None
             for (label, dataset), cell in (table.cells.items() if table is not None else []):
                 got = _param_dict(label)
                 if dataset == ref["ours_dataset"] and got and all(wanted.get(k) == v for k, v in got.items()) \
                         and (best is None or len(got) > len(best[0])):
                     best = (got, label, cell.row.mean)
+            if best is None and is_relative and wanted == _param_dict(ref["param"]):
+                best = (wanted, ref["ours_label"], None)  # the reference setting itself
             if best is None:
                 continue
-            label, value = best[1], best[2] - ref["ours_mean"]
+            label, value = best[1], best[2]
+            if is_relative:
+                base = table.cells.get((ref["ours_label"], ref["ours_dataset"]))
+                if base is None or not base.row.mean:
+                    continue
+                value = abs((base.row.mean if value is None else value) - base.row.mean) / base.row.mean
+            else:
+                value -= ref["ours_mean"]
         diff = value - rec["paper_mean"]
         tolerance = rec["paper_std"] if not math.isnan(rec["paper_std"]) else DEFAULT_TOLERANCE
+        policy = ("relative change from the reference setting" if is_relative
+                  else ref["policy"] if reference in param else "offset from the reference setting")
         rec.update(status="compared", ours_mean=value, ours_label=label, ours_n=ref["ours_n"],
                    source=ref["source"], diff=diff, abs_diff=abs(diff), tolerance=tolerance, reason="",
-                   within="yes" if abs(diff) <= tolerance + 1e-12 else "no",
-                   policy="offset from the reference setting" if reference not in str(rec["param"]) else ref["policy"])
+                   within="yes" if abs(diff) <= tolerance + 1e-12 else "no", policy=policy)
 
 
 # -- layout as the paper prints it ------------------------------------------------------------------------------
@@ -287,7 +303,10 @@ def cell_parts(rec) -> tuple[str, str, str]:
     """(ours text with dagger, marks, paper text) of one assembled cell."""
     if rec is None:
         return "", "", ""
+    timed = METRIC_ALIASES.get(str(rec["metric"]).lower()) in TIME_METRICS
     paper = _fmt(rec["paper_mean"], 4)
+    if timed and paper:
+        paper = f"{rec['paper_mean']:.3g} s"
     if rec["status"] not in ("compared", "substitute", "timed", "ours only"):
         return "–", "", paper
     ours = _fmt(rec["ours_mean"])
