@@ -168,3 +168,42 @@ def test_entry_point_with_a_builtin_name(installed, capsys):
     _add_entry_point(installed, "lwea = ensclust_test_plugin_mod:PowerCA")
     assert get_method_class("lwea").__module__ == "ensclust.methods.lwea"   # a built-in name is never shadowed
     assert_user_error(invoke(capsys, "methods"), "plug-in entry point 'lwea'", "has the name of a built-in method")
+
+
+BLAS_PROBE = '''
+import numpy as np
+from threadpoolctl import threadpool_info
+from ensclust.methods import ConsensusMethod
+
+
+class BlasProbe(ConsensusMethod):
+    """Labels of the first member; records the BLAS thread count it was fitted under."""
+
+    def _fit(self, members, n_clusters, X, rng):
+        threads = [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
+        self.diagnostics_["n_iter"] = max(threads)  # recorded in cells.csv
+        return np.asarray(members)[:, 0] % n_clusters
+'''
+
+
+def test_fits_run_with_the_requested_blas_threads(workdir, capsys):
+    # one BLAS thread per fit by default (small matrices on a shared machine cost up to 30x the CPU time with
+    # several; the bytes of unconverged fits would depend on the core count); --blas-threads 0 lifts the limit
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    if not any(p["user_api"] == "blas" for p in threadpool_info()):
+        pytest.skip("no BLAS library visible to threadpoolctl")
+    (workdir / "probe.py").write_text(BLAS_PROBE)
+    (workdir / "cfg.yaml").write_text(CONFIG.replace("METHOD", "probe.py:BlasProbe").replace(
+        ", grid: {power: [1, 2]}, tuning: each", ""))
+    cells_csv = workdir / "results" / "plugdemo" / "cells.csv"
+    with threadpool_limits(limits=2, user_api="blas"):  # the process's own setting, whatever the machine
+        code, _, err = invoke(capsys, "run", "cfg.yaml", "--quiet")
+        assert code == 0, err
+        cells = pd.read_csv(cells_csv)
+        assert set(cells.loc[cells["method"] == "PowerCA", "n_iter"]) == {1}
+        code, _, err = invoke(capsys, "run", "cfg.yaml", "--quiet", "--force", "--blas-threads", "0")
+        assert code == 0, err
+        cells = pd.read_csv(cells_csv)
+        assert set(cells.loc[cells["method"] == "PowerCA", "n_iter"]) == {2}
+    assert_user_error(invoke(capsys, "run", "cfg.yaml", "--blas-threads", "-1"), "--blas-threads")

@@ -90,8 +90,10 @@ def _terminate_like_ctrl_c() -> None:
 @click.option("--method", "only_methods", multiple=True, metavar="LABEL",
               help="compute only this method row (label as in the config; repeatable)")
 @click.option("--dry-run", is_flag=True, help="only print how many cells would run")
+@click.option("--blas-threads", type=click.IntRange(min=0), default=1, show_default=True,
+              help="BLAS threads per fit (0: the library's default, all cores); parallelise with --jobs instead")
 def run_command(config, jobs, executor, scheduler, force, retry_failed, quiet, results_root, data_dir, memory,
-                only_datasets, only_methods, dry_run):
+                only_datasets, only_methods, dry_run, blas_threads):
     """Run an experiment described in a YAML CONFIG and write its tables.
 
     CONFIG is a YAML file or the name of a config shipped with ensclust: 'demo', a paper table's config
@@ -133,7 +135,8 @@ def run_command(config, jobs, executor, scheduler, force, retry_failed, quiet, r
     _terminate_like_ctrl_c()
     root = run_resumable(cfg, results_root=results_root, jobs=jobs, executor=executor, scheduler=scheduler,
                          force=force, retry_failed=retry_failed, quiet=quiet, data_dir=data_dir,
-                         cell_filter=cell_filter, dry_run=click.echo if dry_run else False, memory=memory)
+                         cell_filter=cell_filter, dry_run=click.echo if dry_run else False, memory=memory,
+                         blas_threads=blas_threads)
     if not dry_run:
         _print_summary(root, quiet)
 

@@ -3,7 +3,9 @@
 every finished cell atomically.
 
 Per cell we record the labels' sha256 (of the int32 label vector), every metric, the wall time of the fit,
-the CPU time of the fit (``cpu_s``, this process's, all threads), the peak memory of the fit (``memory=``: ``rss`` (default on Linux) = rise of the process's peak resident set
+the CPU time of the fit (``cpu_s``, this process's, all threads; the fit runs with ``blas_threads`` BLAS threads,
+1 by default: on small matrices and a shared machine several BLAS threads cost up to 30x the CPU time of one,
+and the floating-point order - so the bytes of an unconverged fit - would depend on the machine's core count), the peak memory of the fit (``memory=``: ``rss`` (default on Linux) = rise of the process's peak resident set
 during the fit, read from /proc after resetting the peak - counts C libraries too and costs nothing;
 ``tracemalloc`` = peak of Python and NumPy allocations, slows allocation-heavy fits up to ~2.5x;
 ``off``; ``mem_method`` says which; it is left empty when another cell measures in the same process at the
@@ -59,6 +61,7 @@ class DatasetContext:
     nmi_average: str
     std_ddof: int
     memory: str = "rss"
+    blas_threads: int = 1
 
 
 def prepare_dataset(config: ExperimentConfig, ds_label: str, data_dir=None, cache_dir="results/cache/pools",
@@ -218,7 +221,8 @@ def run_cell(ctx: DatasetContext, cell: dict) -> dict:
         X = ctx.X if cls.needs_features else None
         probe.start()
         start, cpu_start = time.perf_counter(), time.process_time()
-        labels = method.fit_predict(members, ctx.n_clusters, X=X, random_state=cell["seed"])
+        with _blas_limit(ctx.blas_threads):
+            labels = method.fit_predict(members, ctx.n_clusters, X=X, random_state=cell["seed"])
         record["time_s"] = time.perf_counter() - start
         # CPU seconds of this process during the fit (all its threads: BLAS included); on a shared machine
         # the wall time above also counts the time other jobs held the cores
@@ -245,10 +249,21 @@ def run_cell(ctx: DatasetContext, cell: dict) -> dict:
 
 
 # -- orchestration -------------------------------------------------------------------------------------------
+def _blas_limit(threads: int):
+    """A context limiting BLAS to ``threads`` threads in this process (no limit for 0)."""
+    if threads <= 0:
+        import contextlib
+
+        return contextlib.nullcontext()
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=threads, user_api="blas")
+
+
 def run_experiment(config: ExperimentConfig, *, results_root="results", jobs: int = 1, executor: str = "local",
                    scheduler: str | None = None, force: bool = False, retry_failed: bool = False,
                    quiet: bool = False, data_dir=None, cache_dir=None, write_reports: bool = True,
-                   cell_filter=None, dry_run=False, memory: str | None = None) -> Path:
+                   cell_filter=None, dry_run=False, memory: str | None = None, blas_threads: int = 1) -> Path:
     """Run every unfinished cell of ``config``; returns the results folder.
 
     ``force`` recomputes finished cells, ``retry_failed`` recomputes only the failed ones. On Ctrl-C the
@@ -256,12 +271,15 @@ def run_experiment(config: ExperimentConfig, *, results_root="results", jobs: in
     ``cell_filter(cell) -> bool`` restricts which cells are computed (finished cells outside the filter
     still appear in cells.csv and the tables). ``dry_run`` only prints what would run (a callable is
     used instead of ``print``). ``memory`` is how each fit's peak memory is measured (module docstring;
-    default ``rss`` where Linux supports it, else ``off``). ``executor`` / ``jobs`` / ``scheduler`` choose
+    default ``rss`` where Linux supports it, else ``off``). ``blas_threads`` BLAS threads per fit (1; 0 = the
+    library's default, all cores). ``executor`` / ``jobs`` / ``scheduler`` choose
     how cells run (:func:`ensclust.experiment.executors.make_executor`); datasets are prepared here and
     every record is stored here, whichever executor computed it.
     """
     from tqdm import tqdm
 
+    if not isinstance(blas_threads, int) or blas_threads < 0:
+        raise UserError(f"blas_threads must be an integer >= 0, got {blas_threads!r}")
     if memory not in (None, *MEMORY_MODES):
         from ensclust.errors import unknown_name_error
 
@@ -309,6 +327,7 @@ def run_experiment(config: ExperimentConfig, *, results_root="results", jobs: in
                     contexts[label] = prepare_dataset(config, label, data_dir=data_dir, cache_dir=cache_dir,
                                                       progress=not quiet)
                     contexts[label].memory = memory
+                    contexts[label].blas_threads = blas_threads
                 except UserError as exc:
                     # missing data etc.: skip this dataset (nothing stored, so a later rerun computes it)
                     failed_datasets[label] = str(exc)
