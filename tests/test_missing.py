@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from ensclust.cli import main as cli_main
-from ensclust.core.coassoc import coassociation
+from ensclust.core.coassoc import _divide_by_labelled_both, coassociation, coassociation_counts
 from ensclust.core.labels import MISSING_LABEL, check_members, one_hot
 from ensclust.core.lwca import cluster_uncertainty, lwca_condensed_distance, lwca_matrix
 from ensclust.core.microclusters import compute_microclusters, microcluster_coassociation
@@ -97,6 +97,10 @@ def test_coassociation_over_members_labelling_both(seed):
     np.testing.assert_allclose(coassociation(M, dtype=np.float64), expected, atol=1e-12)
     np.testing.assert_allclose(coassociation(M, dtype=np.float64, dense=False).toarray(), expected, atol=1e-12)
     np.testing.assert_allclose(np.diag(coassociation(M)), 1.0)
+    np.testing.assert_allclose(coassociation(M), expected, atol=1e-6)                     # float32
+    # the sparse form, one row block at a time (3 rows a block here)
+    blocked = _divide_by_labelled_both(coassociation_counts(M).astype(np.float64), M, block_bytes=8 * 3 * len(M))
+    np.testing.assert_allclose(blocked.toarray(), expected, atol=1e-12)
     w = np.random.default_rng(seed).random(M.shape[1]) + 0.1
     np.testing.assert_allclose(coassociation(M, dtype=np.float64, weights=w), brute_coassociation(M, w), atol=1e-12)
     np.testing.assert_allclose(coassociation(M, dtype=np.float64, weights=w, dense=False).toarray(),

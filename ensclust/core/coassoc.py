@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import sparse
 
-from ensclust.core.labels import has_missing, labelled_both, one_hot
+from ensclust.core.labels import MISSING_LABEL, has_missing, labelled_both, one_hot
 
 
 def coassociation_counts(members: np.ndarray) -> sparse.csr_matrix:
@@ -23,24 +23,27 @@ def coassociation_counts(members: np.ndarray) -> sparse.csr_matrix:
     return (B @ B.T).tocsr()
 
 
-def _divide_by_labelled_both(A: sparse.csr_matrix, members: np.ndarray, weights=None, block: int = 4096):
+def _divide_by_labelled_both(A: sparse.csr_matrix, members: np.ndarray, weights=None,
+                             block_bytes: int = 2**25) -> sparse.csr_matrix:
     """Divide every stored entry (i, j) of A by the (weighted) number of members labelling both i and j.
 
-    Only the stored entries are touched (a pair with no shared cluster stays 0), in row blocks so that no
-    n x n or nnz x m array is allocated.
+    Only the stored entries change (a pair with no shared cluster stays 0). The denominators come from one
+    dense row block of L_w L^T at a time (about ``block_bytes``), never an n x n matrix.
     """
     A.sort_indices()
-    L = (members != -1).astype(np.float64)
-    w = np.ones(members.shape[1]) if weights is None else np.asarray(weights, dtype=np.float64)
-    Lw = L * w[None, :]
-    for start in range(0, A.shape[0], block):
-        stop = min(start + block, A.shape[0])
+    L = (members != MISSING_LABEL).astype(np.float64)
+    Lw = L if weights is None else L * np.asarray(weights, dtype=np.float64)[None, :]
+    n = A.shape[0]
+    block = max(1, block_bytes // (8 * n))
+    for start in range(0, n, block):
+        stop = min(start + block, n)
         lo, hi = A.indptr[start], A.indptr[stop]
         if lo == hi:
             continue
-        rows = np.repeat(np.arange(start, stop), np.diff(A.indptr[start:stop + 1]))
-        denom = np.einsum("ij,ij->i", Lw[rows], L[A.indices[lo:hi]])
-        A.data[lo:hi] = A.data[lo:hi] / np.maximum(denom, np.finfo(np.float64).tiny)
+        denom = Lw[start:stop] @ L.T                                     # block x n
+        local = np.repeat(np.arange(stop - start), np.diff(A.indptr[start:stop + 1]))
+        d = denom[local, A.indices[lo:hi]]
+        A.data[lo:hi] = np.divide(A.data[lo:hi], d, out=np.zeros(hi - lo), where=d > 0)
     return A
 
 
@@ -63,20 +66,19 @@ def coassociation(members: np.ndarray, *, dtype=np.float32, dense: bool = True, 
         if w.shape != (m,) or np.any(w < 0) or w.sum() <= 0:
             raise ValueError("weights must be m non-negative numbers with a positive sum")
     if has_missing(members):
-        # counts in float64 (exact), divided entry by entry by the number of members labelling both points
-        B = one_hot(members, dtype=np.float64)
-        if weights is None:
-            A = (B @ B.T).tocsr()
-        else:
-            col_w = np.repeat(w / w.sum(), np.asarray(members.max(axis=0) + 1))
-            A = (B @ sparse.diags(col_w) @ B.T).tocsr()
+        # counts and denominators are exact in either dtype (integers < 2^24); the division is the one rounding
+        wn = None if weights is None else w / w.sum()
         if dense:
-            out = A.toarray()
-            denom = labelled_both(members, weights=None if weights is None else w / w.sum())
+            B = one_hot(members, dtype=dtype)
+            out = (B @ B.T).toarray() if wn is None else (B @ sparse.diags(
+                np.repeat(wn, np.asarray(members.max(axis=0) + 1)).astype(dtype)) @ B.T).toarray()
+            denom = labelled_both(members, weights=wn, dtype=dtype)
             np.divide(out, denom, out=out, where=denom > 0)
-            return out.astype(dtype, copy=False)
-        A = _divide_by_labelled_both(A, members, None if weights is None else w / w.sum())
-        return A.astype(dtype)
+            return out
+        B = one_hot(members, dtype=np.float64)
+        A = (B @ B.T).tocsr() if wn is None else (
+            B @ sparse.diags(np.repeat(wn, np.asarray(members.max(axis=0) + 1))) @ B.T).tocsr()
+        return _divide_by_labelled_both(A, members, wn).astype(dtype)
     if weights is None:
         B = one_hot(members, dtype=dtype)
         A = (B @ B.T).tocsr()

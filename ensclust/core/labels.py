@@ -136,17 +136,18 @@ def one_hot(members: np.ndarray, dtype=np.float64, *, n_clusters_per_member=None
     return sparse.csr_matrix((data, (rows, cols)), shape=(n, int(ks.sum())))
 
 
-def labelled_both(rows_a: np.ndarray, rows_b: np.ndarray | None = None, weights=None) -> np.ndarray:
+def labelled_both(rows_a: np.ndarray, rows_b: np.ndarray | None = None, weights=None,
+                  dtype=np.float64) -> np.ndarray:
     """Dense matrix of how many members label both points (or the sum of their ``weights``).
 
     ``rows_a`` (and ``rows_b``, default ``rows_a``) are relabelled label vectors (objects or microclusters);
     entry (i, j) = sum_q w_q [q labels i] [q labels j]: the denominator of the co-association over the
     members that label both points.
     """
-    La = (np.asarray(rows_a) != MISSING_LABEL).astype(np.float64)
-    Lb = La if rows_b is None else (np.asarray(rows_b) != MISSING_LABEL).astype(np.float64)
+    La = (np.asarray(rows_a) != MISSING_LABEL).astype(dtype)
+    Lb = La if rows_b is None else (np.asarray(rows_b) != MISSING_LABEL).astype(dtype)
     if weights is not None:
-        return (La * np.asarray(weights, dtype=np.float64)[None, :]) @ Lb.T
+        return (La * np.asarray(weights, dtype=dtype)[None, :]) @ Lb.T
     return La @ Lb.T
 
 
