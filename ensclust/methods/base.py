@@ -5,8 +5,9 @@ A method is a scikit-learn estimator (``BaseEstimator`` + ``ClusterMixin``) over
     from ensclust.methods import get_method
     labels = get_method("eac-al").fit_predict(members, n_clusters=c, random_state=seed)
 
-Subclasses declare ``name``, ``params`` (a dict of :class:`Param`), optionally ``needs_features = True``,
-and implement ``_fit(members, n_clusters, X, rng)`` returning the labels. ``_fit`` may set
+Subclasses declare ``name``, ``params`` (a dict of :class:`Param`), optionally ``needs_features = True`` and
+``accepts_missing = True`` with ``missing_doc`` (incomplete ensembles: -1 entries reach ``_fit``; the others
+never see one), and implement ``_fit(members, n_clusters, X, rng)`` returning the labels. ``_fit`` may set
 ``self.diagnostics_`` (e.g. ``objective``, ``n_iter``, ``converged``) and ``self.consensus_matrix_``.
 
 The ``params`` table is the single declaration of every parameter (default, type, bounds, doc, source): the
