@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import sparse
 
-from ensclust.core.labels import cluster_counts, has_missing, labelled_both, one_hot
+from ensclust.core.labels import MISSING_LABEL, cluster_counts, has_missing, labelled_both, one_hot
 from ensclust.core.microclusters import compute_microclusters, expand_condensed_distance
 
 
@@ -45,8 +45,8 @@ def cluster_uncertainty(members: np.ndarray) -> np.ndarray:
     if has_missing(members):
         # incomplete ensemble: member q splits only the part of C_i it labels, so p_ij = |C_i n C_j^q| /
         # |C_i n labelled(q)| (each member's p still sums to 1 over its clusters, Eq. 5)
-        labelled = (members != -1).astype(np.float64)
-        BL = np.asarray((B.T @ labelled))                   # K x M: |C_i n labelled(q)|
+        labelled = (members != MISSING_LABEL).astype(np.float64)
+        BL = np.asarray(B.T @ labelled)                     # K x M: |C_i n labelled(q)|
         member_of_col = np.repeat(np.arange(members.shape[1]), cluster_counts(members))
         p = inter.data / BL[row_of_entry, member_of_col[inter.indices]]
     else:
@@ -111,7 +111,6 @@ def lwca_condensed_distance(members: np.ndarray, theta: float = 0.4, *, cluster_
     (not the unit diagonal). Peak memory: the output vector (what SciPy's ``linkage`` needs anyway) plus the
     n_micro x n_micro matrix.
     """
-    m = members.shape[1]
     w = eci(members, theta) if cluster_weights is None else np.asarray(cluster_weights, dtype=np.float64)
     micro = compute_microclusters(members)
     return expand_condensed_distance(micro_lwca(micro, w), micro.assignment)
