@@ -211,8 +211,13 @@ def member_scores(members, y_true, metrics=("acc", "nmi", "ari", "fscore"), nmi_
     """Metric of every base clustering (column of ``members``): ``{metric: array of length m}``.
 
     The papers' "KM-avg"/"KM-best" (or "Base clusterings average/best") rows are the mean and the maximum
-    of these values over the pool or the ensemble.
+    of these values over the pool or the ensemble. A member of an incomplete ensemble (-1 = not labelled) is
+    scored on the points it labels.
     """
     members = np.asarray(members)
-    per_member = [evaluate(y_true, members[:, j], metrics, nmi_average) for j in range(members.shape[1])]
+    y_true = np.asarray(y_true)
+    per_member = []
+    for j in range(members.shape[1]):
+        keep = members[:, j] != -1
+        per_member.append(evaluate(y_true[keep], members[keep, j], metrics, nmi_average))
     return {k: np.array([d[k] for d in per_member]) for k in per_member[0]} if per_member else {}

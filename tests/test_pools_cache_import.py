@@ -183,7 +183,12 @@ def test_import_bad_inputs(tmp_path):
     bad = members.astype(float)
     bad[3, 2] = np.nan
     scipy.io.savemat(p, {"members": bad})
-    with pytest.raises(UserError, match="NaN"):
+    # NaN is a missing label (incomplete ensembles): imported as -1 and counted; Inf is refused
+    pool = import_pool(p)
+    assert pool.n_missing == 1 and pool.members[3, 2] == -1
+    bad[3, 2] = np.inf
+    scipy.io.savemat(p, {"members": bad})
+    with pytest.raises(UserError, match="Inf"):
         import_pool(p)
     q = tmp_path / "frac.mat"
     scipy.io.savemat(q, {"members": members + 0.5})

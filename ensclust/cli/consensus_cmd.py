@@ -27,11 +27,15 @@ GROUND_TRUTH_NAMES = ("truth", "label", "labels", "y", "class", "target", "gnd",
               help="variable / CSV column (name or index) of the ground truth: not a member; ARI and NMI are "
                    "printed. A CSV column named " + "/".join(GROUND_TRUTH_NAMES) + " (any case) is refused "
                    "unless --y-key names it or --no-y is given")
+@click.option("--missing", default=None, type=int, metavar="VALUE",
+              help="label value that marks a point a member did not label (e.g. -1); NaN and empty CSV cells are "
+                   "always missing. Only methods flagged 'accepts missing labels' in 'ensclust methods' take them")
 @click.option("--no-y", is_flag=True, help="no ground truth: every CSV column is a member")
 @click.option("--seed", type=int, default=0, show_default=True, help="random_state of the method")
 @click.option("--out", "out", required=True, type=click.Path(dir_okay=False),
               help="output file: one label per line (0-based)")
-def consensus_command(pool_file, first, n_clusters, method, params, features, members_key, y_key, no_y, seed, out):
+def consensus_command(pool_file, first, n_clusters, method, params, features, members_key, y_key, missing, no_y,
+                      seed, out):
     """Run one consensus method on a label matrix and write one label per line.
 
     When the pool file holds ground truth (--y-key, or a .mat/.h5/.npz variable named like y/gnd/gt/label),
@@ -41,9 +45,11 @@ def consensus_command(pool_file, first, n_clusters, method, params, features, me
     Examples:
       ensclust consensus --pool ../shared/datasets/pools/eccms_ecoli.mat --first 20 -k 8 -m lwea --out labels.csv
       ensclust consensus --pool my_labels.csv -k 3 -m eccms --param alpha=0.8 --param lambda=0.4 --out out.txt
+      ensclust consensus --pool partial.csv --missing -1 -k 3 -m lwea --out out.txt
     """
     import numpy as np
 
+    from ensclust.core.labels import MISSING_LABEL
     from ensclust.experiment.runner import labels_sha256
     from ensclust.experiment.store import atomic_write_text
     from ensclust.experiment.sweep import parse_assignment
@@ -64,7 +70,7 @@ def consensus_command(pool_file, first, n_clusters, method, params, features, me
         if named:
             raise UserError(f"{pool_file}: column '{named[0]}' looks like ground truth, not a base clustering; "
                             f"pass --y-key {named[0]} to use it as the ground truth, or --no-y to use it as a member")
-    pool = import_pool(pool_file, members_key=members_key, y_key=y_key)
+    pool = import_pool(pool_file, members_key=members_key, y_key=y_key, missing=missing)
     if no_y:
         pool.y = None
     members = np.asarray(pool.members)
@@ -79,9 +85,12 @@ def consensus_command(pool_file, first, n_clusters, method, params, features, me
         from ensclust.data import load_dataset
 
         X = load_dataset(features).X
-    labels = estimator.fit_predict(members, n_clusters, X=X, random_state=seed)
+    # the imported pool is relabelled 0..k-1 per member, so -1 is a missing entry (NaN, empty cell, --missing)
+    labels = estimator.fit_predict(members, n_clusters, X=X, random_state=seed, missing=MISSING_LABEL)
     atomic_write_text(Path(out), "".join(f"{int(v)}\n" for v in labels))
-    line = (f"{cls.name}: {members.shape[0]} points, {members.shape[1]} members -> {int(labels.max()) + 1} "
+    n_missing = int(np.count_nonzero(members == MISSING_LABEL))
+    gaps = f" ({n_missing} labels missing)" if n_missing else ""
+    line = (f"{cls.name}: {members.shape[0]} points, {members.shape[1]} members{gaps} -> {int(labels.max()) + 1} "
             f"clusters; labels sha256 {labels_sha256(labels)[:12]}; wrote {out}")
     if pool.y is not None:
         from ensclust.metrics import ari, nmi

@@ -45,7 +45,8 @@ def methods_command(names):
     """List consensus methods, their parameters, defaults and sources.
 
     Without NAMES: the built-in methods and the installed plug-ins (entry points of the group
-    ensclust.methods). A plug-in in a file or module is listed when named (path/to/file.py:Class,
+    ensclust.methods). Methods marked "accepts missing labels" take incomplete ensembles (NaN, or a value
+    declared with --missing); the line "missing labels:" says how. A plug-in in a file or module is listed when named (path/to/file.py:Class,
     module:Class).
 
     \b
@@ -66,11 +67,17 @@ def methods_command(names):
             flags.append("needs features")
         if cls.randomized:
             flags.append("randomised")
+        if cls.accepts_missing:
+            flags.append("accepts missing labels")
         source = method_source(cls)
         if source != "built-in":
             flags.append(f"plug-in: {source}")
         extra = f"  [{', '.join(flags)}]" if flags else ""
         click.echo(f"{cls.name}: {cls.summary or (cls.__doc__ or '').strip().splitlines()[0]}{extra}")
+        if cls.accepts_missing:
+            click.echo(f"    missing labels: {cls.missing_doc or 'accepted'}")
+        elif cls.missing_doc:
+            click.echo(f"    missing labels: refused ({cls.missing_doc})")
         for pname, p in cls.params.items():
             src = f"  (source: {p.source})" if p.source else ""
             shown = pname if python_name(pname) == pname else f"{pname} (Python: {python_name(pname)})"

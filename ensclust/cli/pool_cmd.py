@@ -141,30 +141,46 @@ def _summarise(pool: Pool, *, show_members: bool, pairwise: bool) -> None:
     from ensclust.metrics import ari, nmi
 
     counts = pool.cluster_counts()
+    M = pool.members
+    known = M != -1     # missing entries (incomplete ensembles) are left out of every score below
+
+    def score(metric, a, b, keep):
+        return metric(a[keep], b[keep])
+
     name = pool.meta.get("dataset", {}).get("name", "")
     click.echo(f"pool:     {name}  n={pool.n_samples}  m={pool.size}  source={pool.meta.get('source', 'file')}")
     if pool.meta.get("path"):
         click.echo(f"file:     {pool.meta['path']}")
     click.echo(f"clusters: k per member {counts.min()}..{counts.max()} (mean {counts.mean():.1f})")
+    n_missing = pool.n_missing
+    if n_missing:
+        partial = int(np.count_nonzero((~known).any(axis=0)))
+        click.echo(f"missing:  {n_missing} of {M.size} labels ({100.0 * n_missing / M.size:.1f} %) in {partial} of "
+                   f"{pool.size} members; {int(np.count_nonzero((~known).any(axis=1)))} points lack some label "
+                   "(methods that accept missing labels: 'ensclust methods', flag 'accepts missing labels')")
     gen = pool.meta.get("generator")
     if gen:
         click.echo(f"config:   {json.dumps(gen, sort_keys=True, default=str)}")
     if pool.y is not None:
-        nmis = np.array([nmi(pool.y, pool.members[:, j]) for j in range(pool.size)])
-        aris = np.array([ari(pool.y, pool.members[:, j]) for j in range(pool.size)])
+        nmis = np.array([score(nmi, pool.y, M[:, j], known[:, j]) for j in range(pool.size)])
+        aris = np.array([score(ari, pool.y, M[:, j], known[:, j]) for j in range(pool.size)])
         c = int(pool.y.max()) + 1
+        over = " (over the labelled points)" if n_missing else ""
         click.echo(f"truth:    c={c}; member NMI mean {nmis.mean():.4f} (std {nmis.std(ddof=1) if pool.size > 1 else 0:.4f}, "
-                   f"best {nmis.max():.4f}); ARI mean {aris.mean():.4f} (best {aris.max():.4f})")
+                   f"best {nmis.max():.4f}); ARI mean {aris.mean():.4f} (best {aris.max():.4f}){over}")
     if pairwise and pool.size > 1:
         m = pool.size
-        vals = [nmi(pool.members[:, a], pool.members[:, b]) for a in range(m) for b in range(a + 1, m)]
+        vals = [score(nmi, M[:, a], M[:, b], known[:, a] & known[:, b]) for a in range(m) for b in range(a + 1, m)
+                if (known[:, a] & known[:, b]).any()]
         click.echo(f"diversity: mean pairwise NMI {np.mean(vals):.4f} over {len(vals)} pairs")
     if show_members:
         for j in range(pool.size):
-            sizes = np.bincount(pool.members[:, j])
-            score = f"  NMI {nmi(pool.y, pool.members[:, j]):.4f}" if pool.y is not None else ""
+            lab = M[known[:, j], j]
+            sizes = np.bincount(lab)
+            nmi_j = f"  NMI {nmi(pool.y[known[:, j]], lab):.4f}" if pool.y is not None else ""
             seed = f"  seed {pool.seeds[j]}" if pool.seeds[j] >= 0 else ""
-            click.echo(f"  member {j:3d}: k={counts[j]:3d}  sizes min {sizes.min()} max {sizes.max()}{score}{seed}")
+            miss = f"  missing {int(np.count_nonzero(~known[:, j]))}" if n_missing else ""
+            click.echo(f"  member {j:3d}: k={counts[j]:3d}  sizes min {sizes.min()} max {sizes.max()}{nmi_j}{seed}{miss}")
 
 
 @pool_group.command("import")
@@ -173,17 +189,22 @@ def _summarise(pool: Pool, *, show_members: bool, pairwise: bool) -> None:
 @click.option("--y-key", default=None, help="Variable / CSV column of the ground truth (optional).")
 @click.option("--layout", type=click.Choice(["auto", "nm", "mn"]), default="auto", show_default=True,
               help="nm = samples in rows, mn = members in rows; auto uses the ground-truth length or the longer axis.")
+@click.option("--missing", default=None, type=int, metavar="VALUE",
+              help="Label value that marks a point a member did not label (e.g. -1); NaN and empty CSV cells "
+                   "are always missing.")
 @click.option("--out", type=click.Path(dir_okay=False), default=None,
-              help="Write the pool as HDF5 (members n x m int32, ks, seeds, y) for use with pool.file.")
-def pool_import(file, members_key, y_key, layout, out):
+              help="Write the pool as HDF5 (members n x m int32 with -1 = missing, ks, seeds, y) for use with "
+                   "pool.file.")
+def pool_import(file, members_key, y_key, layout, missing, out):
     """Import a label matrix (.mat/.h5/.csv/.npz, 0- or 1-based, n x m or m x n, optional ground truth).
 
     \b
     Examples:
       ensclust pool import my_members.csv --y-key truth
       ensclust pool import bcs.mat --members-key BCs --layout mn --out results/my_pool.h5
+      ensclust pool import partial.csv --missing -1 --out results/partial.h5
     """
-    pool = import_pool(file, members_key=members_key, y_key=y_key, layout=layout)
+    pool = import_pool(file, members_key=members_key, y_key=y_key, layout=layout, missing=missing)
     _summarise(pool, show_members=False, pairwise=False)
     if out:
         import h5py
@@ -204,6 +225,8 @@ def pool_import(file, members_key, y_key, layout, out):
                     fh["y"] = pool.y
                 fh.attrs["source"] = str(file)
                 fh.attrs["members_sha256"] = pool.meta["members_sha256"]
+                if pool.n_missing:
+                    fh.attrs["missing_label"] = -1   # read back by import_pool: -1 = not labelled
             tmp.replace(out)
         except OSError as exc:
             tmp.unlink(missing_ok=True)

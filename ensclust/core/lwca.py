@@ -10,7 +10,11 @@ Every cluster C_i of every base clustering gets an uncertainty
 sum over clusterings because the clusters of each base clustering partition C_i, so the whole computation is
 one sparse K x K intersection matrix ``B^T B``.
 
-``LWCA = B diag(ECI) B^T / M`` with the diagonal set to 1 (Eq. 8-9). Clusters are ordered like the columns of
+``LWCA = B diag(ECI) B^T / M`` with the diagonal set to 1 (Eq. 8-9).
+
+Incomplete ensembles (-1 entries): member q's clusters partition only the part of C_i that q labels, so
+p_ij uses ``|C_i n labelled(q)|`` as denominator, and LWCA_ij divides by the number of members labelling both
+i and j instead of M (the co-association over those members, as in :mod:`ensclust.core.coassoc`). Clusters are ordered like the columns of
 :func:`ensclust.core.labels.one_hot` (clustering-major, label-minor).
 """
 
@@ -19,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import sparse
 
-from ensclust.core.labels import one_hot
+from ensclust.core.labels import MISSING_LABEL, cluster_counts, has_missing, labelled_both, one_hot
 from ensclust.core.microclusters import compute_microclusters, expand_condensed_distance
 
 
@@ -37,9 +41,17 @@ def cluster_uncertainty(members: np.ndarray) -> np.ndarray:
     B = one_hot(members, dtype=np.float64).tocsc()
     inter = (B.T @ B).tocsr()  # K x K intersection counts |C_i n C_j|
     inter.eliminate_zeros()
-    sizes = np.asarray(B.sum(axis=0)).ravel()
     row_of_entry = np.repeat(np.arange(inter.shape[0]), np.diff(inter.indptr))
-    p = inter.data / sizes[row_of_entry]
+    if has_missing(members):
+        # incomplete ensemble: member q splits only the part of C_i it labels, so p_ij = |C_i n C_j^q| /
+        # |C_i n labelled(q)| (each member's p still sums to 1 over its clusters, Eq. 5)
+        labelled = (members != MISSING_LABEL).astype(np.float64)
+        BL = np.asarray(B.T @ labelled)                     # K x M: |C_i n labelled(q)|
+        member_of_col = np.repeat(np.arange(members.shape[1]), cluster_counts(members))
+        p = inter.data / BL[row_of_entry, member_of_col[inter.indices]]
+    else:
+        sizes = np.asarray(B.sum(axis=0)).ravel()
+        p = inter.data / sizes[row_of_entry]
     # only non-zero intersections are stored, so 0 log 0 = 0 holds without special cases
     contrib = -p * np.log2(p)
     H = np.bincount(row_of_entry, weights=contrib, minlength=inter.shape[0])
@@ -81,6 +93,10 @@ def lwca_matrix(members: np.ndarray, theta: float = 0.4, dtype=np.float64, *, cl
     Bw = weighted_indicator(members, w / m, dtype=np.float64)
     B = one_hot(members, dtype=np.float64)
     A = (Bw @ B.T).toarray()
+    if has_missing(members):
+        A *= m
+        denom = labelled_both(members)
+        np.divide(A, denom, out=A, where=denom > 0)
     if np.dtype(dtype) != np.float64:
         A = A.astype(dtype)
     np.fill_diagonal(A, 1.0)
@@ -95,9 +111,23 @@ def lwca_condensed_distance(members: np.ndarray, theta: float = 0.4, *, cluster_
     (not the unit diagonal). Peak memory: the output vector (what SciPy's ``linkage`` needs anyway) plus the
     n_micro x n_micro matrix.
     """
-    m = members.shape[1]
     w = eci(members, theta) if cluster_weights is None else np.asarray(cluster_weights, dtype=np.float64)
     micro = compute_microclusters(members)
+    return expand_condensed_distance(micro_lwca(micro, w), micro.assignment)
+
+
+def micro_lwca(micro, cluster_weights) -> np.ndarray:
+    """Dense LWCA between microclusters, ``Bm diag(ECI) Bm^T / M`` (Eq. 8; diagonal not set to 1).
+
+    With missing entries the sum is divided by the number of members labelling both microclusters (their
+    label vectors, hence their missing patterns, are identical inside a microcluster).
+    """
+    m = micro.members.shape[1]
     Bm = micro.indicator(dtype=np.float64)
-    S = (Bm @ sparse.diags(w / m) @ Bm.T).toarray()
-    return expand_condensed_distance(S, micro.assignment)
+    w = np.asarray(cluster_weights, dtype=np.float64)
+    if not has_missing(micro.members):
+        return (Bm @ sparse.diags(w / m) @ Bm.T).toarray()
+    S = (Bm @ sparse.diags(w) @ Bm.T).toarray()
+    denom = labelled_both(micro.members)
+    np.divide(S, denom, out=S, where=denom > 0)
+    return S

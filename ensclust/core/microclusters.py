@@ -16,6 +16,8 @@ import numpy as np
 from scipy import sparse
 from scipy.sparse.csgraph import connected_components
 
+from ensclust.core.labels import has_missing, labelled_both, one_hot
+
 
 @dataclass(frozen=True)
 class Microclusters:
@@ -41,13 +43,9 @@ class Microclusters:
         return int(self.members.shape[0])
 
     def indicator(self, dtype=np.float64) -> sparse.csr_matrix:
-        """Sparse n_micro x K binary microcluster-in-cluster matrix (columns ordered like ``one_hot``)."""
-        n, m = self.members.shape
-        offsets = np.concatenate([[0], np.cumsum(self.n_clusters_per_member)[:-1]])
-        cols = (self.members + offsets[None, :]).ravel()
-        rows = np.repeat(np.arange(n), m)
-        K = int(self.n_clusters_per_member.sum())
-        return sparse.csr_matrix((np.ones(n * m, dtype=dtype), (rows, cols)), shape=(n, K))
+        """Sparse n_micro x K binary microcluster-in-cluster matrix (columns ordered like ``one_hot``; a missing
+        entry is a zero row of its member's block)."""
+        return one_hot(self.members, dtype=dtype, n_clusters_per_member=self.n_clusters_per_member)
 
     def to_objects(self, micro_labels) -> np.ndarray:
         """Map microcluster labels back to the objects (``mapMicroclustersBackToObjects``)."""
@@ -55,7 +53,12 @@ class Microclusters:
 
 
 def compute_microclusters(members: np.ndarray) -> Microclusters:
-    """Group identical rows of a relabelled label matrix into microclusters (lexicographic row order)."""
+    """Group identical rows of a relabelled label matrix into microclusters (lexicographic row order).
+
+    A missing entry (-1) is a value of its own: two objects share a microcluster only when every member
+    labels both the same way or leaves both unlabelled. Then every co-association-type similarity (CA over
+    the members labelling both, LWCA, ECA) is still equal for all objects of a microcluster (Theorem 1).
+    """
     members = np.asarray(members)
     reps, assignment, sizes = np.unique(members, axis=0, return_inverse=True, return_counts=True)
     return Microclusters(
@@ -72,7 +75,12 @@ def microcluster_coassociation(micro: Microclusters, dtype=np.float64) -> np.nda
     m = micro.members.shape[1]
     Bm = micro.indicator(dtype=np.float64)
     A = (Bm @ Bm.T).toarray()
-    A /= m
+    if has_missing(micro.members):
+        # over the members labelling both microclusters (ensclust.core.coassoc)
+        denom = labelled_both(micro.members)
+        np.divide(A, denom, out=A, where=denom > 0)
+    else:
+        A /= m
     return A.astype(dtype, copy=False)
 
 

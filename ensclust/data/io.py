@@ -227,6 +227,9 @@ def _read_npz(path: Path, variables) -> dict:
 
 
 def _is_number(s: str) -> bool:
+    """A numeric CSV cell; an empty cell counts (a missing label in a pool), so it does not make a header."""
+    if not s.strip():
+        return True
     try:
         float(s)
         return True

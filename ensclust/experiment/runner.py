@@ -36,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ensclust.core.labels import MISSING_LABEL
 from ensclust.errors import UserError
 from ensclust.experiment.config import ExperimentConfig
 from ensclust.experiment.executors import make_executor
@@ -221,8 +222,10 @@ def run_cell(ctx: DatasetContext, cell: dict) -> dict:
         X = ctx.X if cls.needs_features else None
         probe.start()
         start, cpu_start = time.perf_counter(), time.process_time()
+        # pool members are relabelled 0..k-1, so -1 can only be a missing entry of an imported incomplete pool
         with _blas_limit(ctx.blas_threads):
-            labels = method.fit_predict(members, ctx.n_clusters, X=X, random_state=cell["seed"])
+            labels = method.fit_predict(members, ctx.n_clusters, X=X, random_state=cell["seed"],
+                                        missing=MISSING_LABEL)
         record["time_s"] = time.perf_counter() - start
         # CPU seconds of this process during the fit (all its threads: BLAS included); on a shared machine
         # the wall time above also counts the time other jobs held the cores

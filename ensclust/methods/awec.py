@@ -874,6 +874,8 @@ class AWECH(_AWEC):
     """AWEC-H: average-link hierarchical clustering of the learned topology Z (spec 3.5)."""
 
     name = "awec-h"
+    accepts_missing = True
+    missing_doc = "co-association over the members that label both points, then the AWEC model on it"
     summary = "adaptive high-order topological weights (AAAI 2024), average link on the learned topology Z"
 
     def _fit(self, members, n_clusters, X, rng):
@@ -888,6 +890,8 @@ class AWECS(_AWEC):
     """AWEC-S: the authors' spectral post-processing of Z, then k-means (spec 3.5, A13)."""
 
     name = "awec-s"
+    accepts_missing = True
+    missing_doc = "co-association over the members that label both points, then the AWEC model on it"
     randomized = True
     summary = "adaptive high-order topological weights (AAAI 2024), spectral step on the learned topology Z"
     params = {

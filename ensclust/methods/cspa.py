@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ensclust.core.coassoc import coassociation_counts
+from ensclust.core.coassoc import coassociation, coassociation_counts
+from ensclust.core.labels import has_missing
 from ensclust.core.partition import integer_weights, metis_partition
 from ensclust.methods import register
 from ensclust.methods.base import ConsensusMethod, Param
@@ -23,6 +24,8 @@ def cspa_graph(members: np.ndarray, *, quantize: bool = True):
     ClusterPack. Counts take only the values 1..m, so the conversion is a lookup table over m + 1 values
     instead of float arithmetic over all n^2 entries.
     """
+    if has_missing(members):
+        return _cspa_graph_missing(members, quantize=quantize)
     C = coassociation_counts(members)  # int32 counts; dividing by m is irrelevant after the rescaling
     C.setdiag(0)
     C.eliminate_zeros()
@@ -36,6 +39,24 @@ def cspa_graph(members: np.ndarray, *, quantize: bool = True):
     C.data = table[C.data].astype(np.int32 if table.max() < 2**31 else np.int64)
     C.eliminate_zeros()
     return C
+
+
+def _cspa_graph_missing(members: np.ndarray, *, quantize: bool):
+    """CSPA graph of an incomplete ensemble: S = the co-association over the members labelling both points
+    (:func:`ensclust.core.coassoc.coassociation`), then ClusterPack's ``ints`` as above; without ``quantize``
+    the edge weights are round(S_ij * m), the counts a complete ensemble with the same fractions would have.
+    """
+    S = coassociation(members, dtype=np.float64, dense=False)
+    S.setdiag(0)
+    S.eliminate_zeros()
+    S.sort_indices()
+    if quantize:
+        S.data = integer_weights(S.data).astype(np.float64)
+    else:
+        S.data = np.floor(S.data * members.shape[1] + 0.5)
+    S.eliminate_zeros()
+    dtype = np.int32 if S.nnz == 0 or S.data.max() < 2**31 else np.int64
+    return S.astype(dtype)
 
 
 @register
@@ -58,6 +79,8 @@ class CSPA(ConsensusMethod):
     """
 
     name = "cspa"
+    accepts_missing = True
+    missing_doc = "METIS on the co-association over the members that label both points (quantized as usual; quantize=False: round(S*m))"
     summary = "Strehl & Ghosh CSPA: METIS partition of the co-association graph"
     randomized = True
     params = {

@@ -31,6 +31,8 @@ class EACAverage(_EAC):
     """EAC with average linkage (UPGMA) - the default EAC of the EC-CMS paper (Table VI)."""
 
     name = "eac-al"
+    accepts_missing = True
+    missing_doc = "co-association over the members that label both points (pairs labelled together by no member: 0), then average link"
     linkage = "average"
     summary = "evidence accumulation, average linkage on the co-association matrix"
 
@@ -40,6 +42,8 @@ class EACSingle(_EAC):
     """EAC with single linkage (Fred & Jain's original choice)."""
 
     name = "eac-sl"
+    missing_doc = ("single / complete link follow the extreme co-association entries, which pairs labelled "
+                   "together by few members produce: ARI about 0.0-0.1 at 50 % missing on planted data")
     linkage = "single"
     summary = "evidence accumulation, single linkage on the co-association matrix"
 
@@ -49,5 +53,7 @@ class EACComplete(_EAC):
     """EAC with complete linkage."""
 
     name = "eac-cl"
+    missing_doc = ("single / complete link follow the extreme co-association entries, which pairs labelled "
+                   "together by few members produce: ARI about 0.0-0.1 at 50 % missing on planted data")
     linkage = "complete"
     summary = "evidence accumulation, complete linkage on the co-association matrix"

@@ -83,6 +83,8 @@ class ECCMS(ConsensusMethod):
     """EC-CMS (Jia et al., TNNLS 2023): self-enhanced co-association matrix + average-link HAC."""
 
     name = "eccms"
+    accepts_missing = True
+    missing_doc = "CA / LWCA / PTS over the members labelling both points (ca=eac|lwca|pta), high-confidence entries from that CA"
     summary = "co-association matrix self-enhancement (ADMM on LWCA with a high-confidence Laplacian), average link"
     params = {
         "alpha": Param(0.8, low=0.0, high=1.0, doc="high-confidence threshold: pairs with CA >= alpha form Omega",

@@ -24,7 +24,7 @@ import numpy as np
 from scipy import sparse
 
 from ensclust.core.hierarchy import hac_labels
-from ensclust.core.labels import cluster_counts, one_hot
+from ensclust.core.labels import cluster_counts, has_missing, labelled_both, one_hot
 from ensclust.core.microclusters import (
     compute_microclusters,
     expand_condensed_distance,
@@ -67,7 +67,13 @@ def eca_micro(members: np.ndarray, Z: np.ndarray, micro) -> np.ndarray:
     Bm = micro.indicator()
     left = np.asarray(Bm @ Zbd)                    # n_micro x K
     E = np.asarray(Bm @ left.T).T                 # (B~ Z_bd B~^T)
-    E /= members.shape[1]
+    if has_missing(micro.members):
+        # incomplete ensemble: average over the members labelling both microclusters (missing rows of B~ are
+        # zero, so the sum already skips the others), as the co-association does (ensclust.core.coassoc)
+        denom = labelled_both(micro.members)
+        np.divide(E, denom, out=E, where=denom > 0)
+    else:
+        E /= members.shape[1]
     return E
 
 
@@ -82,6 +88,8 @@ class ECPCSHC(ConsensusMethod):
     """ECPCS-HC: average-link HAC on the enhanced co-association matrix."""
 
     name = "ecpcs-hc"
+    accepts_missing = True
+    missing_doc = "cluster Jaccard over the labelled points; enhanced co-association averaged over the members labelling both microclusters"
     summary = "propagated cluster-wise similarities -> enhanced co-association + average-link HAC"
     params = {"t": T_PARAM, "hac": HAC}
 
@@ -131,6 +139,8 @@ class ECPCSMC(ConsensusMethod):
     """ECPCS-MC: Ncut meta-clustering of the clusters on the propagated similarity, then majority voting."""
 
     name = "ecpcs-mc"
+    accepts_missing = True
+    missing_doc = "cluster Jaccard over the labelled points; a point votes only through the members that label it"
     summary = "propagated cluster-wise similarities -> Ncut meta-clustering + voting"
     params = {"t": T_PARAM}
     randomized = True

@@ -80,6 +80,8 @@ class HBGF(ConsensusMethod):
     """
 
     name = "hbgf"
+    accepts_missing = True
+    missing_doc = "a missing entry is no edge of the object-cluster bipartite graph (zero row of its member's block of B)"
     summary = "Fern & Brodley HBGF: spectral partition of the object-cluster bipartite graph"
     randomized = True
     may_return_other_k = True

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ensclust.core.coassoc import coassociation
-from ensclust.core.labels import one_hot
+from ensclust.core.labels import has_missing, one_hot
 from ensclust.core.spectral import kmeans_labels
 from ensclust.methods import register
 from ensclust.methods.base import ConsensusMethod, Param
@@ -47,6 +47,8 @@ class KC(ConsensusMethod):
     """
 
     name = "kc"
+    accepts_missing = True
+    missing_doc = "k-means on the rows of the co-association over the members labelling both points (the exact embedding of a complete ensemble does not hold; features=embedding is not used then)"
     summary = "k-means on the co-association matrix (exact low-dimensional form)"
     randomized = True
     params = {
@@ -60,8 +62,10 @@ class KC(ConsensusMethod):
     }
 
     def _fit(self, members, n_clusters, X, rng):
-        if self.features == "embedding":
+        if self.features == "embedding" and not has_missing(members):
             feats = coassociation_embedding(members)
         else:
+            # incomplete ensemble: the CA over the members labelling both points has no B G^1/2 form, so
+            # k-means runs on its dense rows (n x n float64)
             feats = coassociation(members, dtype=np.float64)
         return kmeans_labels(feats, n_clusters, random_state=rng, n_init=self.n_init, max_iter=self.max_iter)

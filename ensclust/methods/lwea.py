@@ -18,10 +18,9 @@ dendrogram and cut as the object-level HAC up to exact ties, in O(n_micro^2) tim
 from __future__ import annotations
 
 import numpy as np
-from scipy import sparse
 
 from ensclust.core.hierarchy import hac_labels
-from ensclust.core.lwca import eci, lwca_condensed_distance
+from ensclust.core.lwca import eci, lwca_condensed_distance, micro_lwca
 from ensclust.core.microclusters import compute_microclusters, microcluster_average_link_labels
 from ensclust.methods import register
 from ensclust.methods.base import ConsensusMethod, Param
@@ -48,6 +47,8 @@ class LWEA(ConsensusMethod):
     """Locally weighted evidence accumulation: average-link HAC on the LWCA matrix."""
 
     name = "lwea"
+    accepts_missing = True
+    missing_doc = "ECI from the labelled part of each cluster (p_ij over the points member q labels), LWCA averaged over the members labelling both points; a missing entry is its own value for the microclusters"
     summary = "locally weighted evidence accumulation (ECI-weighted co-association + average-link HAC)"
     params = {"theta": THETA, "hac": HAC}
 
@@ -60,7 +61,6 @@ class LWEA(ConsensusMethod):
             d = lwca_condensed_distance(members, self.theta, cluster_weights=w)
             return hac_labels(distance=d, n_clusters=n_clusters, linkage="average")
         micro = compute_microclusters(members)
-        Bm = micro.indicator()
-        S = (Bm @ sparse.diags(w / members.shape[1]) @ Bm.T).toarray()   # LWCA between microclusters
+        S = micro_lwca(micro, w)   # LWCA between microclusters
         self.diagnostics_["n_micro"] = micro.n_micro
         return microcluster_average_link_labels(S, micro, n_clusters)

@@ -21,6 +21,8 @@ class LWGP(ConsensusMethod):
     """Locally weighted graph partitioning: Tcut of the ECI-weighted object-cluster bipartite graph."""
 
     name = "lwgp"
+    accepts_missing = True
+    missing_doc = "ECI as for lwea; a missing entry is no edge of the ECI-weighted object-cluster graph"
     summary = "locally weighted graph partitioning (Tcut on the ECI-weighted object-cluster graph)"
     params = {"theta": THETA}
     randomized = True

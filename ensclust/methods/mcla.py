@@ -54,6 +54,8 @@ class MCLA(ConsensusMethod):
     """
 
     name = "mcla"
+    accepts_missing = True
+    missing_doc = "clusters hold only the points their member labels: Jaccard meta-graph and votes over those (no edge for a missing entry)"
     summary = "Strehl & Ghosh MCLA: METIS meta-clustering of the base clusters, then majority association"
     randomized = True
     may_return_other_k = True

@@ -60,6 +60,8 @@ class PTAAverage(_PTA):
     """PTA with average linkage on the microclusters (the "PTA" of EC-CMS Table VII)."""
 
     name = "pta-al"
+    accepts_missing = True
+    missing_doc = "microclusters treat a missing entry as its own value; their co-association is over the members labelling both, then PTS as usual"
     linkage = "average"
     summary = "probability trajectory accumulation, average linkage on microclusters"
 
@@ -69,6 +71,8 @@ class PTAComplete(_PTA):
     """PTA with complete linkage on the microclusters."""
 
     name = "pta-cl"
+    accepts_missing = True
+    missing_doc = "microclusters treat a missing entry as its own value; their co-association is over the members labelling both, then PTS as usual"
     linkage = "complete"
     summary = "probability trajectory accumulation, complete linkage on microclusters"
 
@@ -78,5 +82,7 @@ class PTASingle(_PTA):
     """PTA with single linkage on the microclusters (computed by the code, not reported in the papers)."""
 
     name = "pta-sl"
+    accepts_missing = True
+    missing_doc = "microclusters treat a missing entry as its own value; their co-association is over the members labelling both, then PTS as usual"
     linkage = "single"
     summary = "probability trajectory accumulation, single linkage on microclusters"

@@ -30,6 +30,8 @@ class PTGP(ConsensusMethod):
     """Tcut of the PTS-weighted microcluster-cluster bipartite graph."""
 
     name = "ptgp"
+    accepts_missing = True
+    missing_doc = "PTS as for pta-*; a missing entry is no edge of the microcluster-cluster graph"
     summary = "probability trajectory graph partitioning (Tcut on the PTS-weighted microcluster-cluster graph)"
     params = {
         **PTS_PARAMS,

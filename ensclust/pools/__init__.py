@@ -77,7 +77,8 @@ def _file_pool(dataset, spec: dict, data_dir) -> Pool:
     entry = get_pool_entry(path.stem) if path.parent.name == "pools" else None
     members_key = spec.get("members_key") or (entry or {}).get("members_key")
     y_key = spec.get("y_key") or (entry or {}).get("y_key")
-    pool = import_pool(path, members_key=members_key, y_key=y_key, layout=spec.get("layout", "auto"))
+    pool = import_pool(path, members_key=members_key, y_key=y_key, layout=spec.get("layout", "auto"),
+                       missing=spec.get("missing"))
     if pool.y is None and entry is not None and entry.get("labels_from"):
         # e.g. drec_control.mat holds only E; its rows are aligned with control.mat
         pool.y = load_dataset(entry["labels_from"], data_dir=data_dir).y

@@ -62,7 +62,7 @@ SPECTRAL_MAX_N = 12000  # dense n x n kernel: 12000^2 float32 = 576 MB
 SPEC_KEYS = {
     "source", "generator", "k", "size", "feature_ratio", "feature_subset", "feature_block", "subset_normalize", "init", "max_iter",
     "kmeans_metric", "min_df",
-    "sigmas", "file", "members_key", "y_key", "layout", "first",
+    "sigmas", "file", "members_key", "y_key", "layout", "first", "missing",
 }
 
 
@@ -90,7 +90,7 @@ def normalize_spec(spec: dict | None) -> dict:
         if not spec.get("file"):
             raise UserError("pool spec: source 'file' needs 'file: <path relative to the data directory>'")
         out = {"source": "file", "file": spec["file"]}
-        for key in ("members_key", "y_key", "layout", "first"):
+        for key in ("members_key", "y_key", "layout", "first", "missing"):
             if spec.get(key) is not None:
                 out[key] = spec[key]
         return out

@@ -27,16 +27,32 @@ def _as_label_matrix(arr, path: Path, key: str) -> np.ndarray:
     if arr.ndim != 2 or arr.size == 0:
         raise UserError(f"{path}: variable '{key}' must be a non-empty 2-D label matrix, got shape {arr.shape}")
     if arr.dtype.kind == "f":
-        if not np.all(np.isfinite(arr)):
-            raise UserError(f"{path}: the label matrix '{key}' contains NaN/Inf; every entry must be a cluster label")
-        if not np.all(arr == np.round(arr)):
+        known = arr[~np.isnan(arr)]   # NaN = a point the member did not label (checked by check_members)
+        if not np.all(np.isfinite(known)):
+            raise UserError(f"{path}: the label matrix '{key}' contains Inf; every entry must be a cluster label "
+                            "(NaN or an empty CSV cell marks a missing label)")
+        if not np.all(known == np.round(known)):
             raise UserError(f"{path}: the label matrix '{key}' has non-integer entries; it must hold cluster labels")
     elif arr.dtype.kind not in "biu":
         raise UserError(f"{path}: the label matrix '{key}' must be numeric, got dtype {arr.dtype}")
     return arr
 
 
-def import_pool(path, *, members_key=None, y_key=None, layout: str = "auto") -> Pool:
+def _declared_missing(path: Path):
+    """The ``missing_label`` attribute of an HDF5 pool written by ``ensclust pool import --out``, or None."""
+    if path.suffix.lower() not in (".h5", ".hdf5"):
+        return None
+    try:
+        import h5py
+
+        with h5py.File(path, "r") as fh:
+            value = fh.attrs.get("missing_label")
+    except (OSError, ImportError):
+        return None   # read_arrays has already reported a bad file
+    return None if value is None else int(value)
+
+
+def import_pool(path, *, members_key=None, y_key=None, layout: str = "auto", missing=None) -> Pool:
     """Read a pool of base clusterings from ``.mat`` (v5/v7.3), ``.h5``, ``.npz`` or ``.csv``.
 
     Parameters
@@ -52,7 +68,12 @@ def import_pool(path, *, members_key=None, y_key=None, layout: str = "auto") -> 
         ``nm`` = samples in rows (n x m), ``mn`` = members in rows. ``auto`` uses the ground-truth length
         when there is one, else takes the longer axis as the samples.
 
-    Labels may be 0- or 1-based or arbitrary: each column is renumbered to 0..k-1.
+    missing : the label value that marks a point a member did not label (e.g. -1 or 0), or None. NaN (an
+        empty CSV cell, a NaN in a float matrix) is always missing; an HDF5 file written by
+        ``ensclust pool import --out`` declares its own (attribute ``missing_label``).
+
+    Labels may be 0- or 1-based or arbitrary: each column is renumbered to 0..k-1, missing entries become -1
+    (``Pool.n_missing`` counts them).
     """
     path = Path(path)
     if layout not in LAYOUTS:
@@ -114,13 +135,17 @@ def import_pool(path, *, members_key=None, y_key=None, layout: str = "auto") -> 
             f"{path}: the member matrix is {n_rows} x {n_cols} but the ground truth has {y.shape[0]} entries; "
             "they must match (check --layout or the y variable)"
         )
-    members = check_members(mat, where=str(path)).astype(np.int32)  # refuses the missing label -1
+    if missing is None:
+        missing = _declared_missing(path)
+    # missing entries become -1; an undeclared -1 in an integer matrix is refused with a hint to --missing
+    members = check_members(mat, where=str(path), missing=missing).astype(np.int32)
     ks = members.max(axis=0).astype(np.int64) + 1
     meta = {
         "source": "file",
         "path": str(path),
         "members_key": mkey,
         "members_sha256": members_checksum(members),
+        "n_missing": int(np.count_nonzero(members == -1)),
         "generator": {"source": "file", "file": str(path)},
         "dataset": {"name": path.stem},
     }

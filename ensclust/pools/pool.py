@@ -15,7 +15,8 @@ class Pool:
     Attributes
     ----------
     members : ndarray of int32, n x m
-        Column j is base clustering j with labels 0..k_j-1 (consecutive).
+        Column j is base clustering j with labels 0..k_j-1 (consecutive), and -1 where member j did not label
+        the point (an incomplete ensemble, imported only; see :data:`ensclust.core.labels.MISSING_LABEL`).
     ks : ndarray of int64, (m,)
         The k each member was asked for (generated pools) or its number of clusters (imported pools).
     seeds : ndarray of int64, (m,)
@@ -48,8 +49,14 @@ class Pool:
         return int(self.y.max()) + 1 if self.y is not None and self.y.size else None
 
     def columns(self, idx) -> np.ndarray:
-        """The n x len(idx) label matrix of the chosen members (int64, ready for a consensus method)."""
+        """The n x len(idx) label matrix of the chosen members (int64, -1 = missing; pass ``missing=-1`` to
+        ``fit`` when the pool has missing entries)."""
         return np.asarray(self.members[:, np.asarray(idx)], dtype=np.int64)
+
+    @property
+    def n_missing(self) -> int:
+        """Number of missing entries (points a member did not label)."""
+        return int(np.count_nonzero(self.members == -1))
 
     def cluster_counts(self) -> np.ndarray:
         """Actual number of clusters of every member (may be below ``ks`` when k-means emptied a cluster)."""
