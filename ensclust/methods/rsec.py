@@ -44,8 +44,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import linalg
 
-from ensclust.core.labels import one_hot
-from ensclust.core.spectral import kmeans_labels, spectral_clustering
+from ensclust.core.microclusters import compute_microclusters
+from ensclust.core.spectral import _DENSE_LIMIT, _row_normalize, kmeans_labels
 from ensclust.methods import register
 from ensclust.methods.base import ConsensusMethod, Param
 
@@ -76,13 +76,20 @@ def l21_shrink(G: np.ndarray, tau: float) -> np.ndarray:
     return G * scale[None, :]
 
 
-def lrr_affinity(W0: np.ndarray, *, rel_tol: float = 1e-4, power: int = 4) -> np.ndarray:
+def lrr_affinity(W0: np.ndarray, *, rel_tol: float = 1e-4, power: int = 4,
+                 row_scale: np.ndarray | None = None) -> np.ndarray:
     """LRR post-processing of a symmetric matrix: keep sigma > rel_tol sigma_1, P = U_r Sigma_r^1/2 with unit
-    rows, return (P P^T)^{o power} (element-wise power; PSD by the Schur product theorem)."""
+    rows, return (P P^T)^{o power} (element-wise power; PSD by the Schur product theorem).
+
+    ``row_scale`` (microcluster coordinates, see :func:`rsec_solve`): the object rows of the eigenvectors are
+    the rows of ``vecs`` times ``row_scale`` (1/sqrt(size)); they are scaled before the rows are normalised.
+    """
     vals, vecs = linalg.eigh(W0, check_finite=False)
     mag = np.abs(vals)
     keep = mag > rel_tol * mag.max() if mag.max() > 0 else np.zeros_like(mag, dtype=bool)
     P = vecs[:, keep] * np.sqrt(mag[keep])[None, :]
+    if row_scale is not None:
+        P *= row_scale[:, None]
     norms = np.linalg.norm(P, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     P /= norms
@@ -90,80 +97,121 @@ def lrr_affinity(W0: np.ndarray, *, rel_tol: float = 1e-4, power: int = 4) -> np
     return W**power
 
 
-def degree_embedding(W: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Step 5: d^-1/2 (zero-guarded) and H = D^-1/2 (top-k eigenvectors of D^-1/2 W D^-1/2)."""
+def degree_embedding(W: np.ndarray, k: int, sizes: np.ndarray | None = None):
+    """Step 5 on microclusters: d^-1/2, H = D^-1/2 V and V = the top-k eigenvectors of D^-1/2 W D^-1/2.
+
+    ``W`` is the affinity between microclusters; microcluster a stands for ``sizes[a]`` identical objects, so
+    the object-level affinity is C W C^T (C the n x N assignment matrix). Object degrees are (W sizes)_a, and the
+    object-level normalised affinity has the same nonzero eigenpairs as the N x N matrix
+    diag(sqrt(sizes)) D^-1/2 W D^-1/2 diag(sqrt(sizes)), whose eigenvectors divided by sqrt(sizes) are the rows
+    of the object eigenvectors (unit norm over the n objects). Returns (d^-1/2, H, V) at microcluster level
+    (one row per microcluster); ``sizes=None`` means all ones (the object-level step).
+    """
     n = W.shape[0]
-    deg = W.sum(axis=1)
+    w = np.ones(n, dtype=W.dtype) if sizes is None else np.asarray(sizes, dtype=W.dtype)
+    sq = np.sqrt(w)
+    deg = W @ w
     dinv = np.zeros_like(deg)
     pos = deg > 0
     dinv[pos] = 1.0 / np.sqrt(deg[pos])
-    L = W * dinv[:, None] * dinv[None, :]
+    g = dinv * sq
+    L = W * g[:, None] * g[None, :]
     L = (L + L.T) / 2.0
     k = min(k, n)
     _, V = linalg.eigh(L, subset_by_index=[n - k, n - 1], check_finite=False)
-    V = V[:, ::-1]
+    V = V[:, ::-1] / sq[:, None]
     # sign convention (largest-magnitude entry positive) so the output does not depend on LAPACK's choice
     signs = np.sign(V[np.argmax(np.abs(V), axis=0), np.arange(V.shape[1])])
     signs[signs == 0] = 1.0
-    return dinv, dinv[:, None] * (V * signs)
+    V = V * signs
+    return dinv, dinv[:, None] * V, V
 
 
 def rsec_solve(members: np.ndarray, k: int, *, lambda1: float, lambda2: float, rho: float = 1.1,
                mu_max: float = 1e10, tol: float = 1e-7, max_iter: int = 500, mu_norm: str = "spectral",
                dtype=np.float64):
-    """Inexact ALM of RSEC on the co-association matrix of ``members`` (n x m, relabelled).
+    """Inexact ALM of RSEC on the co-association matrix of ``members`` (n x m, relabelled), on microclusters.
 
-    Returns ``H`` (n x k), ``W_z`` (the last affinity), and a diagnostics dict (``residual`` per iteration,
-    ``n_iter``, ``converged``, ``rank_J``).
+    Every iterate of the object-level iteration is constant on microcluster blocks (objects with identical label
+    rows; :mod:`ensclust.core.microclusters`): S, Q, the SVT, the column shrinkage, the eigendecomposition of W0
+    and the degree step all map block-constant matrices to block-constant matrices. The iteration therefore runs
+    exactly on N x N matrices (N = number of microclusters) in the weighted coordinates
+    M~ = diag(sqrt(w)) M_c diag(sqrt(w)), w = microcluster sizes, M_c = the block values: in these coordinates
+    products, SVDs and eigendecompositions are those of the object-level matrices (C diag(w)^-1/2 has orthonormal
+    columns), while the element-wise steps (residual maxima, column norms of step 3, rows of P in step 4,
+    degrees in step 5) read the block values M_c = M~ / sqrt(w_a w_b).
+
+    Returns ``H`` (n x k, object rows), ``W`` (N x N affinity between microclusters; the object-level W_z is
+    ``W[np.ix_(a, a)]`` with ``a = micro.assignment``), ``Z`` (N x N block values of Z), ``V`` (n x k, the
+    signed eigenvectors of the normalised W_z behind H, object rows), ``micro`` and a diagnostics dict
+    (``residual`` per iteration, ``n_iter``, ``converged``, ``rank_J``, ``mu0``, ``n_micro``).
     """
     n, m = members.shape
-    B = one_hot(members).toarray() / np.sqrt(m)  # S = B B^T
-    U, sv, _ = np.linalg.svd(B, full_matrices=False)
+    micro = compute_microclusters(members)
+    w = micro.sizes.astype(np.float64)
+    sq = np.sqrt(w)
+    inv_sq = (1.0 / sq).astype(dtype)
+    Bc = micro.indicator().toarray()  # N x K
+    Bt = Bc * (sq / np.sqrt(m))[:, None]  # S~ = Bt Bt^T
+    U, sv, _ = np.linalg.svd(Bt, full_matrices=False)
     keep = sv > sv.max() * 1e-12
-    U, s = U[:, keep].astype(dtype), (sv[keep] ** 2).astype(dtype)  # S = U diag(s) U^T
-    S = (U * s) @ U.T
+    U, s = U[:, keep].astype(dtype), (sv[keep] ** 2).astype(dtype)  # S~ = U diag(s) U^T
+    Ut = np.ascontiguousarray(U.T)
+    q = s**2 / (1.0 + s**2)  # Q = (S^T S + I)^-1 = I - U diag(q) U^T;  Q S^T S = U diag(q) U^T
 
-    def S_mul(M):  # S @ M (S symmetric) in O(n^2 r)
-        return (U * s) @ (U.T @ M)
+    def S_mul(M):  # S~ @ M in O(N^2 r)
+        return U @ (s[:, None] * (Ut @ M))
 
-    q_shrink = s**2 / (1.0 + s**2)
+    def block_max(M):  # max |object-level entries| = max |M~_ab| / sqrt(w_a w_b)
+        return float(np.abs(M * inv_sq[:, None] * inv_sq[None, :]).max())
 
-    def Q_mul(M):  # (S^T S + I)^-1 @ M = M - U diag(s^2/(1+s^2)) U^T M
-        return M - (U * q_shrink) @ (U.T @ M)
-
-    QStS = (U * (s**2 / (1.0 + s**2))) @ U.T  # Q S^T S = U diag(s^2/(1+s^2)) U^T
     if mu_norm == "spectral":
         norm_S = float(s.max())
-    else:  # the R port: base::norm's default "O" = maximum absolute column sum
-        norm_S = float(np.abs(S).sum(axis=0).max())
+    else:  # the R port: base::norm's default "O" = maximum absolute column sum (S >= 0: column sums)
+        norm_S = float(((Bc @ (Bc.T @ w)) / m).max())
     mu = 1.5 / norm_S
 
-    Z = np.zeros((n, n), dtype=dtype)
-    J = np.zeros_like(Z)
+    N = U.shape[0]
+    Z = np.zeros((N, N), dtype=dtype)
     E = np.zeros_like(Z)
     Y1 = np.zeros_like(Z)
     Y2 = np.zeros_like(Z)
-    H = np.zeros((n, k), dtype=dtype)
-    dinv = np.ones(n, dtype=dtype)
+    Hs = np.zeros((N, k), dtype=dtype)  # D^-1/2 H in weighted coordinates
+    Ht = np.zeros((N, k), dtype=dtype)  # H in weighted coordinates
+    Hc = Vc = None
     W = None
     residuals, ranks = [], []
     converged = False
     for _ in range(max_iter):
         J, rank = svt(Z + Y2 / mu, lambda1 / mu)
-        Hs = dinv[:, None] * H
-        inner = -S_mul(E) + J + (S_mul(Y1) - Y2 + Hs @ Hs.T) / mu
-        Z = QStS + Q_mul(inner)
+        # step 2: Z = Q S^T S + Q inner, Q = I - U diag(q) U^T
+        inner = J - S_mul(E) + (S_mul(Y1) - Y2 + Hs @ Hs.T) / mu
+        Z = inner + U @ (q[:, None] * (Ut - Ut @ inner))
         del inner
         SZ = S_mul(Z)
-        E = l21_shrink(S - SZ + Y1 / mu, lambda2 / mu)
-        W0 = (Z + Z.T) / 2.0 + H @ H.T
-        W = lrr_affinity(W0)
+        # step 3: G = S - SZ + Y1/mu; object column norms are |G~[:, b]| / sqrt(w_b)
+        primal1 = U @ (s[:, None] * Ut) - SZ  # S - SZ (minus E below)
+        del SZ
+        G = primal1 + Y1 / mu
+        norms = np.linalg.norm(G, axis=0) * inv_sq
+        tau2 = lambda2 / mu
+        shrink = np.zeros_like(norms)
+        big = norms > tau2
+        shrink[big] = (norms[big] - tau2) / norms[big]
+        E = G * shrink[None, :]
+        del G
+        primal1 -= E
+        # step 4: W0 = (Z + Z^T)/2 + H H^T; LRR post-processing on the object rows of P
+        W0 = (Z + Z.T) / 2.0 + Ht @ Ht.T
+        W = lrr_affinity(W0, row_scale=inv_sq)
         del W0
-        dinv, H = degree_embedding(W, k)
-        dinv, H = dinv.astype(dtype), H.astype(dtype)
-        primal1 = S - SZ - E
+        dinv, Hc, Vc = degree_embedding(W, k, sizes=w)
+        Hc, Vc = Hc.astype(dtype), Vc.astype(dtype)
+        Ht = sq.astype(dtype)[:, None] * Hc
+        Hs = (sq * dinv).astype(dtype)[:, None] * Hc
         primal2 = Z - J
-        res = max(float(np.abs(primal1).max()), float(np.abs(primal2).max()))
+        del J
+        res = max(block_max(primal1), block_max(primal2))
         residuals.append(res)
         ranks.append(rank)
         if res < tol:
@@ -171,10 +219,13 @@ def rsec_solve(members: np.ndarray, k: int, *, lambda1: float, lambda2: float, r
             break
         Y1 += mu * primal1
         Y2 += mu * primal2
+        del primal1, primal2
         mu = min(rho * mu, mu_max)
     diagnostics = {"residual": residuals, "n_iter": len(residuals), "converged": converged, "rank_J": ranks,
-                   "mu0": 1.5 / norm_S}
-    return H, W, Z, diagnostics
+                   "mu0": 1.5 / norm_S, "n_micro": int(N)}
+    Z_blocks = Z * inv_sq[:, None] * inv_sq[None, :]
+    a = micro.assignment
+    return Hc[a], W, Z_blocks, Vc[a], micro, diagnostics
 
 
 class _RSEC(ConsensusMethod):
@@ -207,12 +258,14 @@ class _RSEC(ConsensusMethod):
     def _solve(self, members, n_clusters):
         dtype = np.float32 if self.dtype == "float32" else np.float64
         tol = self.tol if dtype == np.float64 else max(self.tol, self.tol_float32)
-        H, W, Z, diag = rsec_solve(members, n_clusters, lambda1=self._params["lambda1"],
-                                   lambda2=self._params["lambda2"], rho=self.rho, mu_max=self.mu_max,
-                                   tol=tol, max_iter=self.max_iter, mu_norm=self.mu_norm, dtype=dtype)
+        H, W, Z, V, micro, diag = rsec_solve(members, n_clusters, lambda1=self._params["lambda1"],
+                                             lambda2=self._params["lambda2"], rho=self.rho, mu_max=self.mu_max,
+                                             tol=tol, max_iter=self.max_iter, mu_norm=self.mu_norm, dtype=dtype)
         self.diagnostics_ = diag
-        self.consensus_matrix_ = W
-        return H.astype(np.float64), W.astype(np.float64)
+        # microcluster level (as TRCE): the object-level W_z is W[np.ix_(a, a)], a = micro.assignment
+        self.consensus_matrix_ = W.astype(np.float64)
+        self.microclusters_ = micro
+        return H.astype(np.float64), V.astype(np.float64)
 
 
 @register
@@ -220,7 +273,8 @@ class RSECH(_RSEC):
     """RSEC-H: k-means (n_init 10, at most 30 iterations as the R port) on the rows of the learned H.
 
     Also the "RSEC" column of ACMK and SPCE (spec assumption). Diagnostics: ``residual`` (ALM primal residual per
-    iteration), ``n_iter``, ``converged``, ``rank_J``, ``mu0``.
+    iteration), ``n_iter``, ``converged``, ``rank_J``, ``mu0``, ``n_micro``. ``consensus_matrix_`` is the
+    learned W_z between microclusters (``microclusters_``).
     """
 
     name = "rsec-h"
@@ -236,12 +290,20 @@ class RSECZ(_RSEC):
     """RSEC-Z: NJW spectral clustering (k-means n_init 10) of the affinity W_z learned from Z.
 
     Medium-low confidence (spec): the reference post-processing of Z is not known; NJW on the last W_z is the
-    spec's recommendation.
+    spec's recommendation. The NJW embedding of the last W_z is the eigenvector block V of the solver's last
+    step 5 (the same normalised affinity and sign convention as :func:`ensclust.core.spectral.spectral_embedding`),
+    so no n x n matrix is formed; its rows are normalised and clustered by k-means as in
+    :func:`ensclust.core.spectral.spectral_clustering`.
     """
 
     name = "rsec-z"
     summary = "robust spectral ensemble clustering, NJW spectral clustering of the learned low-rank affinity"
 
     def _fit(self, members, n_clusters, X, rng):
-        _, W = self._solve(members, n_clusters)
-        return spectral_clustering(W, n_clusters, random_state=rng, assign="kmeans", n_init=10)
+        _, V = self._solve(members, n_clusters)
+        n = V.shape[0]
+        if n > _DENSE_LIMIT and n_clusters < n - 1:
+            # spectral_clustering draws ARPACK's start vector from rng at this size: the same draw keeps the
+            # k-means seed (and so the labels) of the object-level route
+            rng.standard_normal(n)
+        return kmeans_labels(_row_normalize(V), n_clusters, random_state=rng, n_init=10)
