@@ -136,6 +136,22 @@ def test_microcluster_iteration_matches_the_dense_object_level_iteration(seed):
         assert same_partition(fit.labels_, ref)
 
 
+def test_svt_in_the_span_of_the_iterates_matches_the_dense_iteration():
+    """Few clusters per member and many distinct label rows (r + rank J + 3k < N): every SVT runs on the
+    R x N coefficients in span(U, J's left vectors, the last three D^-1/2 H) and the iterates still equal the
+    dense object-level ones."""
+    members = check_members(planted_ensemble(n=160, c=3, m=4, noise_fraction=0.25, flip=0.3, random_state=1)[0])
+    S = coassociation(members, dtype=np.float64)
+    n_iter = 40
+    H, W, Z, _, micro, diag = rsec_solve(members, 3, lambda1=0.5, lambda2=0.2, max_iter=n_iter, tol=0.0)
+    assert micro.n_micro > 40 and diag["svt_in_span"] == n_iter and max(diag["rank_J"]) > 0
+    H, W, Z = _expand(H, W, Z, micro)
+    Z_ref, _, W_ref, H_ref = _dense_reference(S, 3, 0.5, 0.2, n_iter)
+    np.testing.assert_allclose(Z, Z_ref, atol=1e-7)
+    np.testing.assert_allclose(W, W_ref, atol=1e-7)
+    np.testing.assert_allclose(np.abs(H), np.abs(H_ref), atol=1e-7)
+
+
 def test_lrr_affinity_of_indefinite_matrix_uses_absolute_eigenvalues():
     rng = np.random.default_rng(1)
     A = rng.standard_normal((8, 8))

@@ -67,6 +67,59 @@ def svt(M: np.ndarray, tau: float) -> tuple[np.ndarray, int]:
     return (U[:, :r] * (s[:r] - tau)) @ Vt[:r], r
 
 
+def svt_in_span(M: np.ndarray, tau: float, basis: np.ndarray, *, check: float = 1e-6):
+    """SVT of a matrix whose columns lie in the span of the orthonormal ``basis`` (N x R, R < N).
+
+    M = basis C with C = basis^T M (R x N), so the singular values of M are those of C and its left singular
+    vectors are basis times those of C: an R x N SVD replaces the N x N one. The span is checked through
+    |M|_F^2 - |C|_F^2 = |M - basis C|_F^2; should it hold more than ``check`` (relative, in norm) of M, the
+    full SVD is used instead. Returns (X, left, rank, in_span) with ``left`` the N x rank left singular vectors
+    of X and ``in_span`` False when the full SVD was used.
+    """
+    C = basis.T @ M
+    m2 = float(np.einsum("ij,ij->", M, M))
+    if m2 - float(np.einsum("ij,ij->", C, C)) > check**2 * m2:
+        return (*_svt_factors(M, tau), False)
+    W, s, Vt = _svd(C)
+    keep = s > tau
+    r = int(keep.sum())
+    if r == 0:
+        return np.zeros_like(M), np.zeros((M.shape[0], 0), dtype=M.dtype), 0, True
+    left = basis @ W[:, :r]
+    return (left * (s[:r] - tau)) @ Vt[:r], left, r, True
+
+
+def _svd(M):
+    try:
+        return linalg.svd(M, full_matrices=False, check_finite=False, lapack_driver="gesdd")
+    except linalg.LinAlgError:
+        return linalg.svd(M, full_matrices=False, check_finite=False, lapack_driver="gesvd")
+
+
+def _svt_factors(M, tau):
+    U, s, Vt = _svd(M)
+    keep = s > tau
+    r = int(keep.sum())
+    if r == 0:
+        return np.zeros_like(M), np.zeros((M.shape[0], 0), dtype=M.dtype), 0
+    return (U[:, :r] * (s[:r] - tau)) @ Vt[:r], U[:, :r], r
+
+
+def span_basis(U: np.ndarray, extra: list, *, rel_tol: float = 1e-9) -> np.ndarray:
+    """Orthonormal basis of span(U, extra...) for an orthonormal U: U followed by an orthonormal basis of the
+    part of the extra columns outside span(U) (unit columns, projected out twice, rank-revealing SVD)."""
+    parts = [x for x in extra if x.shape[1]]
+    if not parts:
+        return U
+    G = np.hstack(parts)
+    norms = np.linalg.norm(G, axis=0)
+    G = G[:, norms > 0] / norms[norms > 0]
+    for _ in range(2):
+        G = G - U @ (U.T @ G)
+    Q, s, _ = np.linalg.svd(G, full_matrices=False)
+    return np.hstack([U, Q[:, s > rel_tol * max(1.0, float(s.max(initial=0.0)))]])
+
+
 def l21_shrink(G: np.ndarray, tau: float) -> np.ndarray:
     """Column-wise l2,1 prox: argmin_E tau |E|_{2,1} + 1/2 |E - G|_F^2 (column j shrunk radially by tau)."""
     norms = np.linalg.norm(G, axis=0)
@@ -144,7 +197,8 @@ def rsec_solve(members: np.ndarray, k: int, *, lambda1: float, lambda2: float, r
     Returns ``H`` (n x k, object rows), ``W`` (N x N affinity between microclusters; the object-level W_z is
     ``W[np.ix_(a, a)]`` with ``a = micro.assignment``), ``Z`` (N x N block values of Z), ``V`` (n x k, the
     signed eigenvectors of the normalised W_z behind H, object rows), ``micro`` and a diagnostics dict
-    (``residual`` per iteration, ``n_iter``, ``converged``, ``rank_J``, ``mu0``, ``n_micro``).
+    (``residual`` per iteration, ``n_iter``, ``converged``, ``rank_J``, ``mu0``, ``n_micro``, ``svt_in_span``:
+    the number of SVTs done in the R-dimensional span).
     """
     n, m = members.shape
     micro = compute_microclusters(members)
@@ -177,13 +231,23 @@ def rsec_solve(members: np.ndarray, k: int, *, lambda1: float, lambda2: float, r
     Y1 = np.zeros_like(Z)
     Y2 = np.zeros_like(Z)
     Hs = np.zeros((N, k), dtype=dtype)  # D^-1/2 H in weighted coordinates
+    Hs_hist = []  # the last three Hs: the columns step 2 and the Y2 update add outside span(U)
+    J_left = np.zeros((N, 0), dtype=dtype)
+    n_span = 0
     Ht = np.zeros((N, k), dtype=dtype)  # H in weighted coordinates
     Hc = Vc = None
     W = None
     residuals, ranks = [], []
     converged = False
     for _ in range(max_iter):
-        J, rank = svt(Z + Y2 / mu, lambda1 / mu)
+        # step 1 in the span of the iterates' columns: S's range U, J's last left singular vectors and the
+        # last three D^-1/2 H (step 2 and the Y2 update add only these outside U), R = r + rank J + 3k << N
+        basis = span_basis(U, [J_left, *Hs_hist])
+        if basis.shape[1] < N:
+            J, J_left, rank, in_span = svt_in_span(Z + Y2 / mu, lambda1 / mu, basis)
+            n_span += in_span
+        else:
+            J, J_left, rank = _svt_factors(Z + Y2 / mu, lambda1 / mu)
         # step 2: Z = Q S^T S + Q inner, Q = I - U diag(q) U^T
         inner = J - S_mul(E) + (S_mul(Y1) - Y2 + Hs @ Hs.T) / mu
         Z = inner + U @ (q[:, None] * (Ut - Ut @ inner))
@@ -209,6 +273,7 @@ def rsec_solve(members: np.ndarray, k: int, *, lambda1: float, lambda2: float, r
         Hc, Vc = Hc.astype(dtype), Vc.astype(dtype)
         Ht = sq.astype(dtype)[:, None] * Hc
         Hs = (sq * dinv).astype(dtype)[:, None] * Hc
+        Hs_hist = [Hs, *Hs_hist[:2]]
         primal2 = Z - J
         del J
         res = max(block_max(primal1), block_max(primal2))
@@ -222,7 +287,8 @@ def rsec_solve(members: np.ndarray, k: int, *, lambda1: float, lambda2: float, r
         del primal1, primal2
         mu = min(rho * mu, mu_max)
     diagnostics = {"residual": residuals, "n_iter": len(residuals), "converged": converged, "rank_J": ranks,
-                   "mu0": 1.5 / norm_S, "n_micro": int(N)}
+                   "mu0": 1.5 / norm_S, "n_micro": int(N),
+                   "svt_in_span": n_span}
     Z_blocks = Z * inv_sq[:, None] * inv_sq[None, :]
     a = micro.assignment
     return Hc[a], W, Z_blocks, Vc[a], micro, diagnostics
