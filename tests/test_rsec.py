@@ -145,6 +145,7 @@ def test_svt_in_the_span_of_the_iterates_matches_the_dense_iteration():
     n_iter = 40
     H, W, Z, _, micro, diag = rsec_solve(members, 3, lambda1=0.5, lambda2=0.2, max_iter=n_iter, tol=0.0)
     assert micro.n_micro > 40 and diag["svt_in_span"] == n_iter and max(diag["rank_J"]) > 0
+    assert diag["eig_in_span"] == n_iter
     H, W, Z = _expand(H, W, Z, micro)
     Z_ref, _, W_ref, H_ref = _dense_reference(S, 3, 0.5, 0.2, n_iter)
     np.testing.assert_allclose(Z, Z_ref, atol=1e-7)

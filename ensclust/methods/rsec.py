@@ -67,7 +67,7 @@ def svt(M: np.ndarray, tau: float) -> tuple[np.ndarray, int]:
     return (U[:, :r] * (s[:r] - tau)) @ Vt[:r], r
 
 
-def svt_in_span(M: np.ndarray, tau: float, basis: np.ndarray, *, check: float = 1e-6):
+def svt_in_span(M: np.ndarray, tau: float, basis: np.ndarray, *, check: float = 1e-7):
     """SVT of a matrix whose columns lie in the span of the orthonormal ``basis`` (N x R, R < N).
 
     M = basis C with C = basis^T M (R x N), so the singular values of M are those of C and its left singular
@@ -105,9 +105,13 @@ def _svt_factors(M, tau):
     return (U[:, :r] * (s[:r] - tau)) @ Vt[:r], U[:, :r], r
 
 
-def span_basis(U: np.ndarray, extra: list, *, rel_tol: float = 1e-9) -> np.ndarray:
+def span_basis(U: np.ndarray, extra: list, *, rel_tol: float = 1e-12) -> np.ndarray:
     """Orthonormal basis of span(U, extra...) for an orthonormal U: U followed by an orthonormal basis of the
-    part of the extra columns outside span(U) (unit columns, projected out twice, rank-revealing SVD)."""
+    part of the extra columns outside span(U) (unit columns projected out twice, a rank-revealing SVD that keeps
+    every direction above ``rel_tol``, then projected out once more and re-orthonormalised by QR, so that the
+    added directions are orthogonal to U and to each other to rounding even when they come from tiny parts).
+    Extra directions never harm (the basis only has to contain the span); a dropped one is below ``rel_tol``.
+    """
     parts = [x for x in extra if x.shape[1]]
     if not parts:
         return U
@@ -117,7 +121,34 @@ def span_basis(U: np.ndarray, extra: list, *, rel_tol: float = 1e-9) -> np.ndarr
     for _ in range(2):
         G = G - U @ (U.T @ G)
     Q, s, _ = np.linalg.svd(G, full_matrices=False)
-    return np.hstack([U, Q[:, s > rel_tol * max(1.0, float(s.max(initial=0.0)))]])
+    Q = Q[:, s > rel_tol]
+    if Q.shape[1] == 0:
+        return U
+    Q = Q - U @ (U.T @ Q)
+    Q, _ = np.linalg.qr(Q)
+    return np.hstack([U, Q])
+
+
+def eig_in_span(W0: np.ndarray, basis: np.ndarray, C: np.ndarray, Ht: np.ndarray, *, check: float = 1e-7):
+    """Eigenpairs of W0 = (Z + Z^T)/2 + Ht Ht^T with Z = basis C (basis N x R orthonormal, C = basis^T Z).
+
+    The columns of W0 lie in span(basis, C^T, Ht) (dimension R2 <= 2R + k); with B2 = [basis, Q2] an
+    orthonormal basis of it, W0 = B2 core B2^T and core = (T + T^T)/2 + (B2^T Ht)(B2^T Ht)^T, T = [C B2; 0]:
+    the nonzero eigenpairs of W0 are (eigenvalues of core, B2 times its eigenvectors) and the others are 0.
+    Checked through |W0|_F = |core|_F. Returns ((vals, vecs), B2), or None when R2 >= N or the check fails.
+    """
+    N, R = basis.shape
+    B2 = span_basis(basis, [C.T, Ht])
+    if B2.shape[1] >= N:
+        return None
+    T = C @ B2
+    T = np.vstack([T, np.zeros((B2.shape[1] - R, B2.shape[1]), dtype=T.dtype)])
+    Hb = B2.T @ Ht
+    core = (T + T.T) / 2.0 + Hb @ Hb.T
+    w2 = float(np.einsum("ij,ij->", W0, W0))
+    if w2 - float(np.einsum("ij,ij->", core, core)) > check**2 * w2:
+        return None
+    return linalg.eigh(core, check_finite=False), B2
 
 
 def l21_shrink(G: np.ndarray, tau: float) -> np.ndarray:
@@ -129,18 +160,20 @@ def l21_shrink(G: np.ndarray, tau: float) -> np.ndarray:
     return G * scale[None, :]
 
 
-def lrr_affinity(W0: np.ndarray, *, rel_tol: float = 1e-4, power: int = 4,
-                 row_scale: np.ndarray | None = None) -> np.ndarray:
+def lrr_affinity(W0: np.ndarray | None, *, rel_tol: float = 1e-4, power: int = 4,
+                 row_scale: np.ndarray | None = None, eig=None, eig_basis=None) -> np.ndarray:
     """LRR post-processing of a symmetric matrix: keep sigma > rel_tol sigma_1, P = U_r Sigma_r^1/2 with unit
     rows, return (P P^T)^{o power} (element-wise power; PSD by the Schur product theorem).
 
     ``row_scale`` (microcluster coordinates, see :func:`rsec_solve`): the object rows of the eigenvectors are
     the rows of ``vecs`` times ``row_scale`` (1/sqrt(size)); they are scaled before the rows are normalised.
+    ``eig = (vals, vecs)`` with ``eig_basis`` (see :func:`eig_in_span`): the nonzero eigenpairs of W0 as those
+    of a core matrix in the span of ``eig_basis`` (the other eigenvalues are 0 and never kept).
     """
-    vals, vecs = linalg.eigh(W0, check_finite=False)
+    vals, vecs = linalg.eigh(W0, check_finite=False) if eig is None else eig
     mag = np.abs(vals)
     keep = mag > rel_tol * mag.max() if mag.max() > 0 else np.zeros_like(mag, dtype=bool)
-    P = vecs[:, keep] * np.sqrt(mag[keep])[None, :]
+    P = (vecs[:, keep] if eig is None else eig_basis @ vecs[:, keep]) * np.sqrt(mag[keep])[None, :]
     if row_scale is not None:
         P *= row_scale[:, None]
     norms = np.linalg.norm(P, axis=1, keepdims=True)
@@ -198,7 +231,8 @@ def rsec_solve(members: np.ndarray, k: int, *, lambda1: float, lambda2: float, r
     ``W[np.ix_(a, a)]`` with ``a = micro.assignment``), ``Z`` (N x N block values of Z), ``V`` (n x k, the
     signed eigenvectors of the normalised W_z behind H, object rows), ``micro`` and a diagnostics dict
     (``residual`` per iteration, ``n_iter``, ``converged``, ``rank_J``, ``mu0``, ``n_micro``, ``svt_in_span``:
-    the number of SVTs done in the R-dimensional span).
+    the number of SVTs done in the R-dimensional span, ``eig_in_span``: the number of step-4 eigendecompositions
+    done on the core of size <= 2R + k).
     """
     n, m = members.shape
     micro = compute_microclusters(members)
@@ -233,7 +267,7 @@ def rsec_solve(members: np.ndarray, k: int, *, lambda1: float, lambda2: float, r
     Hs = np.zeros((N, k), dtype=dtype)  # D^-1/2 H in weighted coordinates
     Hs_hist = []  # the last three Hs: the columns step 2 and the Y2 update add outside span(U)
     J_left = np.zeros((N, 0), dtype=dtype)
-    n_span = 0
+    n_span = n_eig_span = 0
     Ht = np.zeros((N, k), dtype=dtype)  # H in weighted coordinates
     Hc = Vc = None
     W = None
@@ -248,6 +282,7 @@ def rsec_solve(members: np.ndarray, k: int, *, lambda1: float, lambda2: float, r
             n_span += in_span
         else:
             J, J_left, rank = _svt_factors(Z + Y2 / mu, lambda1 / mu)
+            in_span = False
         # step 2: Z = Q S^T S + Q inner, Q = I - U diag(q) U^T
         inner = J - S_mul(E) + (S_mul(Y1) - Y2 + Hs @ Hs.T) / mu
         Z = inner + U @ (q[:, None] * (Ut - Ut @ inner))
@@ -267,8 +302,13 @@ def rsec_solve(members: np.ndarray, k: int, *, lambda1: float, lambda2: float, r
         primal1 -= E
         # step 4: W0 = (Z + Z^T)/2 + H H^T; LRR post-processing on the object rows of P
         W0 = (Z + Z.T) / 2.0 + Ht @ Ht.T
-        W = lrr_affinity(W0, row_scale=inv_sq)
-        del W0
+        # Z's columns lie in the basis of step 1 (J, S's range and the Hs of step 2 and of Y2): the
+        # eigendecomposition of W0 reduces to a core of size <= 2R + k (eig_in_span)
+        eig = eig_in_span(W0, basis, basis.T @ Z, Ht) if in_span and basis.shape[1] < N else None
+        n_eig_span += eig is not None
+        W = (lrr_affinity(W0, row_scale=inv_sq) if eig is None
+             else lrr_affinity(None, row_scale=inv_sq, eig=eig[0], eig_basis=eig[1]))
+        del W0, eig
         dinv, Hc, Vc = degree_embedding(W, k, sizes=w)
         Hc, Vc = Hc.astype(dtype), Vc.astype(dtype)
         Ht = sq.astype(dtype)[:, None] * Hc
@@ -288,7 +328,7 @@ def rsec_solve(members: np.ndarray, k: int, *, lambda1: float, lambda2: float, r
         mu = min(rho * mu, mu_max)
     diagnostics = {"residual": residuals, "n_iter": len(residuals), "converged": converged, "rank_J": ranks,
                    "mu0": 1.5 / norm_S, "n_micro": int(N),
-                   "svt_in_span": n_span}
+                   "svt_in_span": n_span, "eig_in_span": n_eig_span}
     Z_blocks = Z * inv_sq[:, None] * inv_sq[None, :]
     a = micro.assignment
     return Hc[a], W, Z_blocks, Vc[a], micro, diagnostics
