@@ -305,13 +305,17 @@ def rsec_solve(members: np.ndarray, k: int, *, lambda1: float, lambda2: float, r
             J, J_left, rank = _svt_factors(Z + Y2 / mu, lambda1 / mu)
             in_span = False
         # step 2: Z = Q S^T S + Q inner, Q = I - U diag(q) U^T
-        inner = J - S_mul(E) + (S_mul(Y1) - Y2 + Hs @ Hs.T) / mu
-        Z = inner + U @ (q[:, None] * (Ut - Ut @ inner))
+        # (S^T Y1 - mu S^T E in one product; U^T Z from U^T inner since U^T U = I; S - SZ = U diag(s) U^T (I - Z)
+        # in one product: five N^2 r products per iteration)
+        inner = J + (S_mul(Y1 - mu * E) - Y2 + Hs @ Hs.T) / mu
+        Ut_inner = Ut @ inner
+        Z = inner + U @ (q[:, None] * (Ut - Ut_inner))
         del inner
-        SZ = S_mul(Z)
+        UtZ = Ut_inner + q[:, None] * (Ut - Ut_inner)
+        del Ut_inner
         # step 3: G = S - SZ + Y1/mu; object column norms are |G~[:, b]| / sqrt(w_b)
-        primal1 = U @ (s[:, None] * Ut) - SZ  # S - SZ (minus E below)
-        del SZ
+        primal1 = U @ (s[:, None] * (Ut - UtZ))  # S - SZ (minus E below)
+        del UtZ
         G = primal1 + Y1 / mu
         norms = np.linalg.norm(G, axis=0) * inv_sq
         tau2 = lambda2 / mu
