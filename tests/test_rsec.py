@@ -153,21 +153,6 @@ def test_svt_in_the_span_of_the_iterates_matches_the_dense_iteration():
     np.testing.assert_allclose(np.abs(H), np.abs(H_ref), atol=1e-7)
 
 
-def test_degree_embedding_arpack_matches_the_dense_eigensolver():
-    """Above the dense limit the top-k eigenpairs come from ARPACK: same H and V as the dense solver."""
-    from ensclust.methods.rsec import degree_embedding
-    rng = np.random.default_rng(0)
-    P = rng.standard_normal((120, 6))
-    P /= np.linalg.norm(P, axis=1, keepdims=True)
-    W = (P @ P.T) ** 4
-    sizes = rng.integers(1, 5, size=120)
-    d1, H1, V1 = degree_embedding(W, 4, sizes)
-    d2, H2, V2 = degree_embedding(W, 4, sizes, dense_limit=10)
-    np.testing.assert_allclose(d1, d2)
-    np.testing.assert_allclose(V1, V2, atol=1e-9)  # the sign convention makes the signs equal too
-    np.testing.assert_allclose(H1, H2, atol=1e-9)
-
-
 def test_lrr_affinity_of_indefinite_matrix_uses_absolute_eigenvalues():
     rng = np.random.default_rng(1)
     A = rng.standard_normal((8, 8))

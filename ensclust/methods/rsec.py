@@ -30,31 +30,19 @@ Choices where the spec is uncertain (each tested):
 * The single "RSEC" column of ACMK and SPCE is taken to be RSEC-H (spec assumption), so no third name is
   registered: configs use ``rsec-h`` with label "RSEC".
 
-Exact savings (nothing approximated beyond rounding):
-
-* Microclusters. S = B B^T / m for the one-hot matrix B (n x K); objects with identical label rows are
-  identical in every step, so the iteration runs on N x N matrices (N = number of microclusters, e.g. 2622
-  instead of 6435 on LS) in weighted coordinates (see :func:`rsec_solve`); RSEC-H's k-means and RSEC-Z's NJW
-  k-means still run on the n object rows with the same random stream.
-* S = U diag(s) U^T from an SVD of the weighted B (rank r <= K), so Q = I - U diag(s^2/(1+s^2)) U^T and every
-  product with S or Q costs O(N^2 r) instead of O(N^3).
-* Step 1: the columns of Z + Y2/mu lie in span(U, J's last left singular vectors, the last D^-1/2 H's), of
-  dimension R = r + rank J + 3k; the SVT is an R x N SVD (:func:`svt_in_span`). Step 4: the columns of W0 lie in
-  span(that basis, the rows of Z, H), of dimension <= 2R + k; the eigendecomposition is that of a core matrix
-  (:func:`eig_in_span`). Both are checked through Frobenius norms and fall back to the N x N decomposition.
-* Step 5 above 2500 microclusters: the k top eigenpairs from ARPACK, as the package's spectral embedding.
-
-What remains per iteration: the N^2 affinity (P P^T)^{o4} with r_P ~ r kept eigenpairs, the top-k
-eigenvectors of its normalisation, and N^2 r products (the residual S - SZ - E has S's column space): see
-results/bench/rsec_s6. ``dtype="float32"`` runs the decompositions and products in single precision (the
-1e-7 tolerance is then out of reach, so convergence is declared at ``tol_float32``).
+Exact savings (nothing approximated): S = B B^T / m for the one-hot matrix B (n x K), so S has rank r <= K and
+its thin eigendecomposition S = U diag(s) U^T comes from an SVD of B; hence Q = I - U diag(s^2/(1+s^2)) U^T,
+S^T S = U diag(s^2) U^T and every product with S or Q costs O(n^2 r) instead of O(n^3). The two n x n
+decompositions per iteration (the SVT and the eigendecomposition of W0) remain: O(n^3) per iteration, as in
+the authors' code (EC-CMS Table IX: 700 s on Caltech20, n = 2386, in MATLAB). ``dtype="float32"`` runs the
+decompositions and products in single precision (about twice as fast; the 1e-7 tolerance is then out of
+reach, so convergence is declared at ``tol_float32``).
 """
 
 from __future__ import annotations
 
 import numpy as np
 from scipy import linalg
-from scipy.sparse.linalg import eigsh
 
 from ensclust.core.microclusters import compute_microclusters
 from ensclust.core.spectral import _DENSE_LIMIT, _row_normalize, kmeans_labels
@@ -195,8 +183,7 @@ def lrr_affinity(W0: np.ndarray | None, *, rel_tol: float = 1e-4, power: int = 4
     return W**power
 
 
-def degree_embedding(W: np.ndarray, k: int, sizes: np.ndarray | None = None, *,
-                     dense_limit: int = _DENSE_LIMIT):
+def degree_embedding(W: np.ndarray, k: int, sizes: np.ndarray | None = None):
     """Step 5 on microclusters: d^-1/2, H = D^-1/2 V and V = the top-k eigenvectors of D^-1/2 W D^-1/2.
 
     ``W`` is the affinity between microclusters; microcluster a stands for ``sizes[a]`` identical objects, so
@@ -204,10 +191,7 @@ def degree_embedding(W: np.ndarray, k: int, sizes: np.ndarray | None = None, *,
     object-level normalised affinity has the same nonzero eigenpairs as the N x N matrix
     diag(sqrt(sizes)) D^-1/2 W D^-1/2 diag(sqrt(sizes)), whose eigenvectors divided by sqrt(sizes) are the rows
     of the object eigenvectors (unit norm over the n objects). Returns (d^-1/2, H, V) at microcluster level
-    (one row per microcluster); ``sizes=None`` means all ones (the object-level step). Above ``dense_limit``
-    microclusters the k eigenpairs come from ARPACK (``eigsh``, fixed start vector), as in
-    :func:`ensclust.core.spectral.spectral_embedding`: the dense solver's tridiagonalisation costs O(N^3) per ALM
-    iteration, the Lanczos solve O(N^2) per product.
+    (one row per microcluster); ``sizes=None`` means all ones (the object-level step).
     """
     n = W.shape[0]
     w = np.ones(n, dtype=W.dtype) if sizes is None else np.asarray(sizes, dtype=W.dtype)
@@ -220,13 +204,8 @@ def degree_embedding(W: np.ndarray, k: int, sizes: np.ndarray | None = None, *,
     L = W * g[:, None] * g[None, :]
     L = (L + L.T) / 2.0
     k = min(k, n)
-    if n <= dense_limit or k >= n - 1:
-        _, V = linalg.eigh(L, subset_by_index=[n - k, n - 1], check_finite=False)
-        V = V[:, ::-1]
-    else:
-        vals, V = eigsh(L, k=k, which="LA", v0=np.random.default_rng(0).standard_normal(n), tol=0.0)
-        V = V[:, np.argsort(vals)[::-1]]
-    V = V / sq[:, None]
+    _, V = linalg.eigh(L, subset_by_index=[n - k, n - 1], check_finite=False)
+    V = V[:, ::-1] / sq[:, None]
     # sign convention (largest-magnitude entry positive) so the output does not depend on LAPACK's choice
     signs = np.sign(V[np.argmax(np.abs(V), axis=0), np.arange(V.shape[1])])
     signs[signs == 0] = 1.0
