@@ -30,13 +30,24 @@ Choices where the spec is uncertain (each tested):
 * The single "RSEC" column of ACMK and SPCE is taken to be RSEC-H (spec assumption), so no third name is
   registered: configs use ``rsec-h`` with label "RSEC".
 
-Exact savings (nothing approximated): S = B B^T / m for the one-hot matrix B (n x K), so S has rank r <= K and
-its thin eigendecomposition S = U diag(s) U^T comes from an SVD of B; hence Q = I - U diag(s^2/(1+s^2)) U^T,
-S^T S = U diag(s^2) U^T and every product with S or Q costs O(n^2 r) instead of O(n^3). The two n x n
-decompositions per iteration (the SVT and the eigendecomposition of W0) remain: O(n^3) per iteration, as in
-the authors' code (EC-CMS Table IX: 700 s on Caltech20, n = 2386, in MATLAB). ``dtype="float32"`` runs the
-decompositions and products in single precision (about twice as fast; the 1e-7 tolerance is then out of
-reach, so convergence is declared at ``tol_float32``).
+Exact savings (nothing approximated beyond rounding):
+
+* Microclusters. S = B B^T / m for the one-hot matrix B (n x K); objects with identical label rows are
+  identical in every step, so the iteration runs on N x N matrices (N = number of microclusters, e.g. 2622
+  instead of 6435 on LS) in weighted coordinates (see :func:`rsec_solve`); RSEC-H's k-means and RSEC-Z's NJW
+  k-means still run on the n object rows with the same random stream.
+* S = U diag(s) U^T from an SVD of the weighted B (rank r <= K), so Q = I - U diag(s^2/(1+s^2)) U^T and every
+  product with S or Q costs O(N^2 r) instead of O(N^3) (five such products per iteration).
+* Step 1: the columns of Z + Y2/mu lie in span(U, J's last left singular vectors, the last D^-1/2 H's), of
+  dimension R = r + rank J + 3k; the SVT is an R x N SVD (:func:`svt_in_span`). Step 4: the columns of W0 lie in
+  span(that basis, the rows of Z, H), of dimension <= 2R + k; the eigendecomposition is that of a core matrix
+  (:func:`eig_in_span`). Both are checked through Frobenius norms and fall back to the N x N decomposition.
+
+What remains per iteration: the N^2 affinity (P P^T)^{o4} with r_P ~ r kept eigenpairs, the top-k
+eigenvectors of its normalisation (dense: ARPACK needs more time here, the top eigenvalues being clustered),
+and N^2 r products (the residual S - SZ - E has S's column space): see results/bench/rsec_s6.
+``dtype="float32"`` runs the decompositions and products in single precision (the 1e-7 tolerance is then out
+of reach, so convergence is declared at ``tol_float32``).
 """
 
 from __future__ import annotations
