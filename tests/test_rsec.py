@@ -84,16 +84,73 @@ def _dense_reference(S, k, lambda1, lambda2, n_iter):
     return Z, E, W, H
 
 
+def _expand(H, W, Z, micro):
+    a = micro.assignment
+    return H, W[np.ix_(a, a)], Z[np.ix_(a, a)]
+
+
 def test_low_rank_algebra_matches_the_dense_iteration():
     members = check_members(planted_ensemble(n=36, c=3, m=8, random_state=4)[0])
     S = coassociation(members, dtype=np.float64)
     for n_iter in (1, 4):
-        H, W, Z, _ = rsec_solve(members, 3, lambda1=1.0, lambda2=0.1, max_iter=n_iter, tol=0.0)
+        H, W, Z, _, micro, _ = rsec_solve(members, 3, lambda1=1.0, lambda2=0.1, max_iter=n_iter, tol=0.0)
+        H, W, Z = _expand(H, W, Z, micro)
         Z_ref, _, W_ref, H_ref = _dense_reference(S, 3, 1.0, 0.1, n_iter)
         np.testing.assert_allclose(Z, Z_ref, atol=1e-8)
         np.testing.assert_allclose(W, W_ref, atol=1e-8)
         # H up to the sign of each column (eigenvector sign is arbitrary)
         np.testing.assert_allclose(np.abs(H), np.abs(H_ref), atol=1e-8)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_microcluster_iteration_matches_the_dense_object_level_iteration(seed):
+    """Many repeated label rows (microclusters of sizes 1 to ~15): the weighted N x N iteration gives the
+    object-level Z, W_z and H of the dense transcription, and the same residual path to convergence."""
+    rng = np.random.default_rng(seed)
+    base, _ = planted_ensemble(n=25, c=3, m=6, flip=0.15, random_state=seed)
+    rows = rng.integers(0, 25, size=90)  # objects copying one of 25 label rows: unequal block sizes
+    members = check_members(base[rows])
+    S = coassociation(members, dtype=np.float64)
+    for n_iter in (1, 3, 12):
+        H, W, Z, _, micro, diag = rsec_solve(members, 3, lambda1=0.5, lambda2=0.2, max_iter=n_iter, tol=0.0)
+        assert micro.n_micro < 30 and micro.sizes.max() > 3
+        H, W, Z = _expand(H, W, Z, micro)
+        Z_ref, _, W_ref, H_ref = _dense_reference(S, 3, 0.5, 0.2, n_iter)
+        np.testing.assert_allclose(Z, Z_ref, atol=1e-7)
+        np.testing.assert_allclose(W, W_ref, atol=1e-7)
+        np.testing.assert_allclose(np.abs(H), np.abs(H_ref), atol=1e-7)
+    # to convergence: the labels of both outputs equal those of the object-level reference post-processing
+    for name in ("rsec-h", "rsec-z"):
+        fit = get_method(name, lambda1=0.5, lambda2=0.2).fit(members, 3, random_state=seed)
+        assert fit.diagnostics_["converged"]
+        n_iter = fit.diagnostics_["n_iter"]
+        Z_ref, _, W_ref, H_ref = _dense_reference(S, 3, 0.5, 0.2, n_iter)
+        W_fit = fit.consensus_matrix_[np.ix_(fit.microclusters_.assignment, fit.microclusters_.assignment)]
+        np.testing.assert_allclose(W_fit, W_ref, atol=1e-6)
+        rng_ref = np.random.default_rng(seed)
+        from ensclust.core.spectral import kmeans_labels, spectral_clustering
+        if name == "rsec-h":
+            ref = kmeans_labels(H_ref, 3, random_state=rng_ref, n_init=10, max_iter=30)
+        else:
+            ref = spectral_clustering(W_ref, 3, random_state=rng_ref, assign="kmeans", n_init=10)
+        assert same_partition(fit.labels_, ref)
+
+
+def test_svt_in_the_span_of_the_iterates_matches_the_dense_iteration():
+    """Few clusters per member and many distinct label rows (r + rank J + 3k < N): every SVT runs on the
+    R x N coefficients in span(U, J's left vectors, the last three D^-1/2 H) and the iterates still equal the
+    dense object-level ones."""
+    members = check_members(planted_ensemble(n=160, c=3, m=4, noise_fraction=0.25, flip=0.3, random_state=1)[0])
+    S = coassociation(members, dtype=np.float64)
+    n_iter = 40
+    H, W, Z, _, micro, diag = rsec_solve(members, 3, lambda1=0.5, lambda2=0.2, max_iter=n_iter, tol=0.0)
+    assert micro.n_micro > 40 and diag["svt_in_span"] == n_iter and max(diag["rank_J"]) > 0
+    assert diag["eig_in_span"] == n_iter
+    H, W, Z = _expand(H, W, Z, micro)
+    Z_ref, _, W_ref, H_ref = _dense_reference(S, 3, 0.5, 0.2, n_iter)
+    np.testing.assert_allclose(Z, Z_ref, atol=1e-7)
+    np.testing.assert_allclose(W, W_ref, atol=1e-7)
+    np.testing.assert_allclose(np.abs(H), np.abs(H_ref), atol=1e-7)
 
 
 def test_lrr_affinity_of_indefinite_matrix_uses_absolute_eigenvalues():

@@ -30,13 +30,24 @@ Choices where the spec is uncertain (each tested):
 * The single "RSEC" column of ACMK and SPCE is taken to be RSEC-H (spec assumption), so no third name is
   registered: configs use ``rsec-h`` with label "RSEC".
 
-Exact savings (nothing approximated): S = B B^T / m for the one-hot matrix B (n x K), so S has rank r <= K and
-its thin eigendecomposition S = U diag(s) U^T comes from an SVD of B; hence Q = I - U diag(s^2/(1+s^2)) U^T,
-S^T S = U diag(s^2) U^T and every product with S or Q costs O(n^2 r) instead of O(n^3). The two n x n
-decompositions per iteration (the SVT and the eigendecomposition of W0) remain: O(n^3) per iteration, as in
-the authors' code (EC-CMS Table IX: 700 s on Caltech20, n = 2386, in MATLAB). ``dtype="float32"`` runs the
-decompositions and products in single precision (about twice as fast; the 1e-7 tolerance is then out of
-reach, so convergence is declared at ``tol_float32``).
+Exact savings (nothing approximated beyond rounding):
+
+* Microclusters. S = B B^T / m for the one-hot matrix B (n x K); objects with identical label rows are
+  identical in every step, so the iteration runs on N x N matrices (N = number of microclusters, e.g. 2622
+  instead of 6435 on LS) in weighted coordinates (see :func:`rsec_solve`); RSEC-H's k-means and RSEC-Z's NJW
+  k-means still run on the n object rows with the same random stream.
+* S = U diag(s) U^T from an SVD of the weighted B (rank r <= K), so Q = I - U diag(s^2/(1+s^2)) U^T and every
+  product with S or Q costs O(N^2 r) instead of O(N^3) (five such products per iteration).
+* Step 1: the columns of Z + Y2/mu lie in span(U, J's last left singular vectors, the last D^-1/2 H's), of
+  dimension R = r + rank J + 3k; the SVT is an R x N SVD (:func:`svt_in_span`). Step 4: the columns of W0 lie in
+  span(that basis, the rows of Z, H), of dimension <= 2R + k; the eigendecomposition is that of a core matrix
+  (:func:`eig_in_span`). Both are checked through Frobenius norms and fall back to the N x N decomposition.
+
+What remains per iteration: the N^2 affinity (P P^T)^{o4} with r_P ~ r kept eigenpairs, the top-k
+eigenvectors of its normalisation (dense: ARPACK needs more time here, the top eigenvalues being clustered),
+and N^2 r products (the residual S - SZ - E has S's column space): see results/bench/rsec_s6.
+``dtype="float32"`` runs the decompositions and products in single precision (the 1e-7 tolerance is then out
+of reach, so convergence is declared at ``tol_float32``).
 """
 
 from __future__ import annotations
@@ -44,8 +55,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import linalg
 
-from ensclust.core.labels import one_hot
-from ensclust.core.spectral import kmeans_labels, spectral_clustering
+from ensclust.core.microclusters import compute_microclusters
+from ensclust.core.spectral import _DENSE_LIMIT, _row_normalize, kmeans_labels
 from ensclust.methods import register
 from ensclust.methods.base import ConsensusMethod, Param
 
@@ -67,6 +78,90 @@ def svt(M: np.ndarray, tau: float) -> tuple[np.ndarray, int]:
     return (U[:, :r] * (s[:r] - tau)) @ Vt[:r], r
 
 
+def svt_in_span(M: np.ndarray, tau: float, basis: np.ndarray, *, check: float = 1e-7):
+    """SVT of a matrix whose columns lie in the span of the orthonormal ``basis`` (N x R, R < N).
+
+    M = basis C with C = basis^T M (R x N), so the singular values of M are those of C and its left singular
+    vectors are basis times those of C: an R x N SVD replaces the N x N one. The span is checked through
+    |M|_F^2 - |C|_F^2 = |M - basis C|_F^2; should it hold more than ``check`` (relative, in norm) of M, the
+    full SVD is used instead. Returns (X, left, rank, in_span) with ``left`` the N x rank left singular vectors
+    of X and ``in_span`` False when the full SVD was used.
+    """
+    C = basis.T @ M
+    m2 = float(np.einsum("ij,ij->", M, M))
+    if m2 - float(np.einsum("ij,ij->", C, C)) > check**2 * m2:
+        return (*_svt_factors(M, tau), False)
+    W, s, Vt = _svd(C)
+    keep = s > tau
+    r = int(keep.sum())
+    if r == 0:
+        return np.zeros_like(M), np.zeros((M.shape[0], 0), dtype=M.dtype), 0, True
+    left = basis @ W[:, :r]
+    return (left * (s[:r] - tau)) @ Vt[:r], left, r, True
+
+
+def _svd(M):
+    try:
+        return linalg.svd(M, full_matrices=False, check_finite=False, lapack_driver="gesdd")
+    except linalg.LinAlgError:
+        return linalg.svd(M, full_matrices=False, check_finite=False, lapack_driver="gesvd")
+
+
+def _svt_factors(M, tau):
+    U, s, Vt = _svd(M)
+    keep = s > tau
+    r = int(keep.sum())
+    if r == 0:
+        return np.zeros_like(M), np.zeros((M.shape[0], 0), dtype=M.dtype), 0
+    return (U[:, :r] * (s[:r] - tau)) @ Vt[:r], U[:, :r], r
+
+
+def span_basis(U: np.ndarray, extra: list, *, rel_tol: float = 1e-12) -> np.ndarray:
+    """Orthonormal basis of span(U, extra...) for an orthonormal U: U followed by an orthonormal basis of the
+    part of the extra columns outside span(U) (unit columns projected out twice, a rank-revealing SVD that keeps
+    every direction above ``rel_tol``, then projected out once more and re-orthonormalised by QR, so that the
+    added directions are orthogonal to U and to each other to rounding even when they come from tiny parts).
+    Extra directions never harm (the basis only has to contain the span); a dropped one is below ``rel_tol``.
+    """
+    parts = [x for x in extra if x.shape[1]]
+    if not parts:
+        return U
+    G = np.hstack(parts)
+    norms = np.linalg.norm(G, axis=0)
+    G = G[:, norms > 0] / norms[norms > 0]
+    for _ in range(2):
+        G = G - U @ (U.T @ G)
+    Q, s, _ = np.linalg.svd(G, full_matrices=False)
+    Q = Q[:, s > rel_tol]
+    if Q.shape[1] == 0:
+        return U
+    Q = Q - U @ (U.T @ Q)
+    Q, _ = np.linalg.qr(Q)
+    return np.hstack([U, Q])
+
+
+def eig_in_span(W0: np.ndarray, basis: np.ndarray, C: np.ndarray, Ht: np.ndarray, *, check: float = 1e-7):
+    """Eigenpairs of W0 = (Z + Z^T)/2 + Ht Ht^T with Z = basis C (basis N x R orthonormal, C = basis^T Z).
+
+    The columns of W0 lie in span(basis, C^T, Ht) (dimension R2 <= 2R + k); with B2 = [basis, Q2] an
+    orthonormal basis of it, W0 = B2 core B2^T and core = (T + T^T)/2 + (B2^T Ht)(B2^T Ht)^T, T = [C B2; 0]:
+    the nonzero eigenpairs of W0 are (eigenvalues of core, B2 times its eigenvectors) and the others are 0.
+    Checked through |W0|_F = |core|_F. Returns ((vals, vecs), B2), or None when R2 >= N or the check fails.
+    """
+    N, R = basis.shape
+    B2 = span_basis(basis, [C.T, Ht])
+    if B2.shape[1] >= N:
+        return None
+    T = C @ B2
+    T = np.vstack([T, np.zeros((B2.shape[1] - R, B2.shape[1]), dtype=T.dtype)])
+    Hb = B2.T @ Ht
+    core = (T + T.T) / 2.0 + Hb @ Hb.T
+    w2 = float(np.einsum("ij,ij->", W0, W0))
+    if w2 - float(np.einsum("ij,ij->", core, core)) > check**2 * w2:
+        return None
+    return linalg.eigh(core, check_finite=False), B2
+
+
 def l21_shrink(G: np.ndarray, tau: float) -> np.ndarray:
     """Column-wise l2,1 prox: argmin_E tau |E|_{2,1} + 1/2 |E - G|_F^2 (column j shrunk radially by tau)."""
     norms = np.linalg.norm(G, axis=0)
@@ -76,13 +171,22 @@ def l21_shrink(G: np.ndarray, tau: float) -> np.ndarray:
     return G * scale[None, :]
 
 
-def lrr_affinity(W0: np.ndarray, *, rel_tol: float = 1e-4, power: int = 4) -> np.ndarray:
+def lrr_affinity(W0: np.ndarray | None, *, rel_tol: float = 1e-4, power: int = 4,
+                 row_scale: np.ndarray | None = None, eig=None, eig_basis=None) -> np.ndarray:
     """LRR post-processing of a symmetric matrix: keep sigma > rel_tol sigma_1, P = U_r Sigma_r^1/2 with unit
-    rows, return (P P^T)^{o power} (element-wise power; PSD by the Schur product theorem)."""
-    vals, vecs = linalg.eigh(W0, check_finite=False)
+    rows, return (P P^T)^{o power} (element-wise power; PSD by the Schur product theorem).
+
+    ``row_scale`` (microcluster coordinates, see :func:`rsec_solve`): the object rows of the eigenvectors are
+    the rows of ``vecs`` times ``row_scale`` (1/sqrt(size)); they are scaled before the rows are normalised.
+    ``eig = (vals, vecs)`` with ``eig_basis`` (see :func:`eig_in_span`): the nonzero eigenpairs of W0 as those
+    of a core matrix in the span of ``eig_basis`` (the other eigenvalues are 0 and never kept).
+    """
+    vals, vecs = linalg.eigh(W0, check_finite=False) if eig is None else eig
     mag = np.abs(vals)
     keep = mag > rel_tol * mag.max() if mag.max() > 0 else np.zeros_like(mag, dtype=bool)
-    P = vecs[:, keep] * np.sqrt(mag[keep])[None, :]
+    P = (vecs[:, keep] if eig is None else eig_basis @ vecs[:, keep]) * np.sqrt(mag[keep])[None, :]
+    if row_scale is not None:
+        P *= row_scale[:, None]
     norms = np.linalg.norm(P, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     P /= norms
@@ -90,80 +194,144 @@ def lrr_affinity(W0: np.ndarray, *, rel_tol: float = 1e-4, power: int = 4) -> np
     return W**power
 
 
-def degree_embedding(W: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Step 5: d^-1/2 (zero-guarded) and H = D^-1/2 (top-k eigenvectors of D^-1/2 W D^-1/2)."""
+def degree_embedding(W: np.ndarray, k: int, sizes: np.ndarray | None = None):
+    """Step 5 on microclusters: d^-1/2, H = D^-1/2 V and V = the top-k eigenvectors of D^-1/2 W D^-1/2.
+
+    ``W`` is the affinity between microclusters; microcluster a stands for ``sizes[a]`` identical objects, so
+    the object-level affinity is C W C^T (C the n x N assignment matrix). Object degrees are (W sizes)_a, and the
+    object-level normalised affinity has the same nonzero eigenpairs as the N x N matrix
+    diag(sqrt(sizes)) D^-1/2 W D^-1/2 diag(sqrt(sizes)), whose eigenvectors divided by sqrt(sizes) are the rows
+    of the object eigenvectors (unit norm over the n objects). Returns (d^-1/2, H, V) at microcluster level
+    (one row per microcluster); ``sizes=None`` means all ones (the object-level step).
+    """
     n = W.shape[0]
-    deg = W.sum(axis=1)
+    w = np.ones(n, dtype=W.dtype) if sizes is None else np.asarray(sizes, dtype=W.dtype)
+    sq = np.sqrt(w)
+    deg = W @ w
     dinv = np.zeros_like(deg)
     pos = deg > 0
     dinv[pos] = 1.0 / np.sqrt(deg[pos])
-    L = W * dinv[:, None] * dinv[None, :]
+    g = dinv * sq
+    L = W * g[:, None] * g[None, :]
     L = (L + L.T) / 2.0
     k = min(k, n)
     _, V = linalg.eigh(L, subset_by_index=[n - k, n - 1], check_finite=False)
-    V = V[:, ::-1]
+    V = V[:, ::-1] / sq[:, None]
     # sign convention (largest-magnitude entry positive) so the output does not depend on LAPACK's choice
     signs = np.sign(V[np.argmax(np.abs(V), axis=0), np.arange(V.shape[1])])
     signs[signs == 0] = 1.0
-    return dinv, dinv[:, None] * (V * signs)
+    V = V * signs
+    return dinv, dinv[:, None] * V, V
 
 
 def rsec_solve(members: np.ndarray, k: int, *, lambda1: float, lambda2: float, rho: float = 1.1,
                mu_max: float = 1e10, tol: float = 1e-7, max_iter: int = 500, mu_norm: str = "spectral",
                dtype=np.float64):
-    """Inexact ALM of RSEC on the co-association matrix of ``members`` (n x m, relabelled).
+    """Inexact ALM of RSEC on the co-association matrix of ``members`` (n x m, relabelled), on microclusters.
 
-    Returns ``H`` (n x k), ``W_z`` (the last affinity), and a diagnostics dict (``residual`` per iteration,
-    ``n_iter``, ``converged``, ``rank_J``).
+    Every iterate of the object-level iteration is constant on microcluster blocks (objects with identical label
+    rows; :mod:`ensclust.core.microclusters`): S, Q, the SVT, the column shrinkage, the eigendecomposition of W0
+    and the degree step all map block-constant matrices to block-constant matrices. The iteration therefore runs
+    exactly on N x N matrices (N = number of microclusters) in the weighted coordinates
+    M~ = diag(sqrt(w)) M_c diag(sqrt(w)), w = microcluster sizes, M_c = the block values: in these coordinates
+    products, SVDs and eigendecompositions are those of the object-level matrices (C diag(w)^-1/2 has orthonormal
+    columns), while the element-wise steps (residual maxima, column norms of step 3, rows of P in step 4,
+    degrees in step 5) read the block values M_c = M~ / sqrt(w_a w_b).
+
+    Returns ``H`` (n x k, object rows), ``W`` (N x N affinity between microclusters; the object-level W_z is
+    ``W[np.ix_(a, a)]`` with ``a = micro.assignment``), ``Z`` (N x N block values of Z), ``V`` (n x k, the
+    signed eigenvectors of the normalised W_z behind H, object rows), ``micro`` and a diagnostics dict
+    (``residual`` per iteration, ``n_iter``, ``converged``, ``rank_J``, ``mu0``, ``n_micro``, ``svt_in_span``:
+    the number of SVTs done in the R-dimensional span, ``eig_in_span``: the number of step-4 eigendecompositions
+    done on the core of size <= 2R + k).
     """
     n, m = members.shape
-    B = one_hot(members).toarray() / np.sqrt(m)  # S = B B^T
-    U, sv, _ = np.linalg.svd(B, full_matrices=False)
+    micro = compute_microclusters(members)
+    w = micro.sizes.astype(np.float64)
+    sq = np.sqrt(w)
+    inv_sq = (1.0 / sq).astype(dtype)
+    Bc = micro.indicator().toarray()  # N x K
+    Bt = Bc * (sq / np.sqrt(m))[:, None]  # S~ = Bt Bt^T
+    U, sv, _ = np.linalg.svd(Bt, full_matrices=False)
     keep = sv > sv.max() * 1e-12
-    U, s = U[:, keep].astype(dtype), (sv[keep] ** 2).astype(dtype)  # S = U diag(s) U^T
-    S = (U * s) @ U.T
+    U, s = U[:, keep].astype(dtype), (sv[keep] ** 2).astype(dtype)  # S~ = U diag(s) U^T
+    Ut = np.ascontiguousarray(U.T)
+    q = s**2 / (1.0 + s**2)  # Q = (S^T S + I)^-1 = I - U diag(q) U^T;  Q S^T S = U diag(q) U^T
 
-    def S_mul(M):  # S @ M (S symmetric) in O(n^2 r)
-        return (U * s) @ (U.T @ M)
+    def S_mul(M):  # S~ @ M in O(N^2 r)
+        return U @ (s[:, None] * (Ut @ M))
 
-    q_shrink = s**2 / (1.0 + s**2)
+    def block_max(M):  # max |object-level entries| = max |M~_ab| / sqrt(w_a w_b)
+        return float(np.abs(M * inv_sq[:, None] * inv_sq[None, :]).max())
 
-    def Q_mul(M):  # (S^T S + I)^-1 @ M = M - U diag(s^2/(1+s^2)) U^T M
-        return M - (U * q_shrink) @ (U.T @ M)
-
-    QStS = (U * (s**2 / (1.0 + s**2))) @ U.T  # Q S^T S = U diag(s^2/(1+s^2)) U^T
     if mu_norm == "spectral":
         norm_S = float(s.max())
-    else:  # the R port: base::norm's default "O" = maximum absolute column sum
-        norm_S = float(np.abs(S).sum(axis=0).max())
+    else:  # the R port: base::norm's default "O" = maximum absolute column sum (S >= 0: column sums)
+        norm_S = float(((Bc @ (Bc.T @ w)) / m).max())
     mu = 1.5 / norm_S
 
-    Z = np.zeros((n, n), dtype=dtype)
-    J = np.zeros_like(Z)
+    N = U.shape[0]
+    Z = np.zeros((N, N), dtype=dtype)
     E = np.zeros_like(Z)
     Y1 = np.zeros_like(Z)
     Y2 = np.zeros_like(Z)
-    H = np.zeros((n, k), dtype=dtype)
-    dinv = np.ones(n, dtype=dtype)
+    Hs = np.zeros((N, k), dtype=dtype)  # D^-1/2 H in weighted coordinates
+    Hs_hist = []  # the last three Hs: the columns step 2 and the Y2 update add outside span(U)
+    J_left = np.zeros((N, 0), dtype=dtype)
+    n_span = n_eig_span = 0
+    Ht = np.zeros((N, k), dtype=dtype)  # H in weighted coordinates
+    Hc = Vc = None
     W = None
     residuals, ranks = [], []
     converged = False
     for _ in range(max_iter):
-        J, rank = svt(Z + Y2 / mu, lambda1 / mu)
-        Hs = dinv[:, None] * H
-        inner = -S_mul(E) + J + (S_mul(Y1) - Y2 + Hs @ Hs.T) / mu
-        Z = QStS + Q_mul(inner)
+        # step 1 in the span of the iterates' columns: S's range U, J's last left singular vectors and the
+        # last three D^-1/2 H (step 2 and the Y2 update add only these outside U), R = r + rank J + 3k << N
+        basis = span_basis(U, [J_left, *Hs_hist])
+        if basis.shape[1] < N:
+            J, J_left, rank, in_span = svt_in_span(Z + Y2 / mu, lambda1 / mu, basis)
+            n_span += in_span
+        else:
+            J, J_left, rank = _svt_factors(Z + Y2 / mu, lambda1 / mu)
+            in_span = False
+        # step 2: Z = Q S^T S + Q inner, Q = I - U diag(q) U^T
+        # (S^T Y1 - mu S^T E in one product; U^T Z from U^T inner since U^T U = I; S - SZ = U diag(s) U^T (I - Z)
+        # in one product: five N^2 r products per iteration)
+        inner = J + (S_mul(Y1 - mu * E) - Y2 + Hs @ Hs.T) / mu
+        Ut_inner = Ut @ inner
+        Z = inner + U @ (q[:, None] * (Ut - Ut_inner))
         del inner
-        SZ = S_mul(Z)
-        E = l21_shrink(S - SZ + Y1 / mu, lambda2 / mu)
-        W0 = (Z + Z.T) / 2.0 + H @ H.T
-        W = lrr_affinity(W0)
-        del W0
-        dinv, H = degree_embedding(W, k)
-        dinv, H = dinv.astype(dtype), H.astype(dtype)
-        primal1 = S - SZ - E
+        UtZ = Ut_inner + q[:, None] * (Ut - Ut_inner)
+        del Ut_inner
+        # step 3: G = S - SZ + Y1/mu; object column norms are |G~[:, b]| / sqrt(w_b)
+        primal1 = U @ (s[:, None] * (Ut - UtZ))  # S - SZ (minus E below)
+        del UtZ
+        G = primal1 + Y1 / mu
+        norms = np.linalg.norm(G, axis=0) * inv_sq
+        tau2 = lambda2 / mu
+        shrink = np.zeros_like(norms)
+        big = norms > tau2
+        shrink[big] = (norms[big] - tau2) / norms[big]
+        E = G * shrink[None, :]
+        del G
+        primal1 -= E
+        # step 4: W0 = (Z + Z^T)/2 + H H^T; LRR post-processing on the object rows of P
+        W0 = (Z + Z.T) / 2.0 + Ht @ Ht.T
+        # Z's columns lie in the basis of step 1 (J, S's range and the Hs of step 2 and of Y2): the
+        # eigendecomposition of W0 reduces to a core of size <= 2R + k (eig_in_span)
+        eig = eig_in_span(W0, basis, basis.T @ Z, Ht) if in_span and basis.shape[1] < N else None
+        n_eig_span += eig is not None
+        W = (lrr_affinity(W0, row_scale=inv_sq) if eig is None
+             else lrr_affinity(None, row_scale=inv_sq, eig=eig[0], eig_basis=eig[1]))
+        del W0, eig
+        dinv, Hc, Vc = degree_embedding(W, k, sizes=w)
+        Hc, Vc = Hc.astype(dtype), Vc.astype(dtype)
+        Ht = sq.astype(dtype)[:, None] * Hc
+        Hs = (sq * dinv).astype(dtype)[:, None] * Hc
+        Hs_hist = [Hs, *Hs_hist[:2]]
         primal2 = Z - J
-        res = max(float(np.abs(primal1).max()), float(np.abs(primal2).max()))
+        del J
+        res = max(block_max(primal1), block_max(primal2))
         residuals.append(res)
         ranks.append(rank)
         if res < tol:
@@ -171,10 +339,14 @@ def rsec_solve(members: np.ndarray, k: int, *, lambda1: float, lambda2: float, r
             break
         Y1 += mu * primal1
         Y2 += mu * primal2
+        del primal1, primal2
         mu = min(rho * mu, mu_max)
     diagnostics = {"residual": residuals, "n_iter": len(residuals), "converged": converged, "rank_J": ranks,
-                   "mu0": 1.5 / norm_S}
-    return H, W, Z, diagnostics
+                   "mu0": 1.5 / norm_S, "n_micro": int(N),
+                   "svt_in_span": n_span, "eig_in_span": n_eig_span}
+    Z_blocks = Z * inv_sq[:, None] * inv_sq[None, :]
+    a = micro.assignment
+    return Hc[a], W, Z_blocks, Vc[a], micro, diagnostics
 
 
 class _RSEC(ConsensusMethod):
@@ -207,12 +379,14 @@ class _RSEC(ConsensusMethod):
     def _solve(self, members, n_clusters):
         dtype = np.float32 if self.dtype == "float32" else np.float64
         tol = self.tol if dtype == np.float64 else max(self.tol, self.tol_float32)
-        H, W, Z, diag = rsec_solve(members, n_clusters, lambda1=self._params["lambda1"],
-                                   lambda2=self._params["lambda2"], rho=self.rho, mu_max=self.mu_max,
-                                   tol=tol, max_iter=self.max_iter, mu_norm=self.mu_norm, dtype=dtype)
+        H, W, Z, V, micro, diag = rsec_solve(members, n_clusters, lambda1=self._params["lambda1"],
+                                             lambda2=self._params["lambda2"], rho=self.rho, mu_max=self.mu_max,
+                                             tol=tol, max_iter=self.max_iter, mu_norm=self.mu_norm, dtype=dtype)
         self.diagnostics_ = diag
-        self.consensus_matrix_ = W
-        return H.astype(np.float64), W.astype(np.float64)
+        # microcluster level (as TRCE): the object-level W_z is W[np.ix_(a, a)], a = micro.assignment
+        self.consensus_matrix_ = W.astype(np.float64)
+        self.microclusters_ = micro
+        return H.astype(np.float64), V.astype(np.float64)
 
 
 @register
@@ -220,7 +394,8 @@ class RSECH(_RSEC):
     """RSEC-H: k-means (n_init 10, at most 30 iterations as the R port) on the rows of the learned H.
 
     Also the "RSEC" column of ACMK and SPCE (spec assumption). Diagnostics: ``residual`` (ALM primal residual per
-    iteration), ``n_iter``, ``converged``, ``rank_J``, ``mu0``.
+    iteration), ``n_iter``, ``converged``, ``rank_J``, ``mu0``, ``n_micro``. ``consensus_matrix_`` is the
+    learned W_z between microclusters (``microclusters_``).
     """
 
     name = "rsec-h"
@@ -236,12 +411,20 @@ class RSECZ(_RSEC):
     """RSEC-Z: NJW spectral clustering (k-means n_init 10) of the affinity W_z learned from Z.
 
     Medium-low confidence (spec): the reference post-processing of Z is not known; NJW on the last W_z is the
-    spec's recommendation.
+    spec's recommendation. The NJW embedding of the last W_z is the eigenvector block V of the solver's last
+    step 5 (the same normalised affinity and sign convention as :func:`ensclust.core.spectral.spectral_embedding`),
+    so no n x n matrix is formed; its rows are normalised and clustered by k-means as in
+    :func:`ensclust.core.spectral.spectral_clustering`.
     """
 
     name = "rsec-z"
     summary = "robust spectral ensemble clustering, NJW spectral clustering of the learned low-rank affinity"
 
     def _fit(self, members, n_clusters, X, rng):
-        _, W = self._solve(members, n_clusters)
-        return spectral_clustering(W, n_clusters, random_state=rng, assign="kmeans", n_init=10)
+        _, V = self._solve(members, n_clusters)
+        n = V.shape[0]
+        if n > _DENSE_LIMIT and n_clusters < n - 1:
+            # spectral_clustering draws ARPACK's start vector from rng at this size: the same draw keeps the
+            # k-means seed (and so the labels) of the object-level route
+            rng.standard_normal(n)
+        return kmeans_labels(_row_normalize(V), n_clusters, random_state=rng, n_init=10)
