@@ -29,11 +29,12 @@ import threading
 import time
 import tracemalloc
 from contextlib import closing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from ensclust.core.cache import SolveCache
 from ensclust.errors import UserError
 from ensclust.experiment.config import ExperimentConfig
 from ensclust.experiment.executors import make_executor
@@ -59,6 +60,10 @@ class DatasetContext:
     nmi_average: str
     std_ddof: int
     memory: str = "rss"
+    #: result cache handed to the methods that take ``memory=`` (e.g. AWEC-H and AWEC-S share one solve per
+    #: ensemble and parameter point); owned by this context, so it lives while the data set's cells run. A
+    #: worker process receives it empty (ensclust.core.cache.SolveCache pickles without its entries).
+    cache: SolveCache = field(default_factory=SolveCache)
 
 
 def prepare_dataset(config: ExperimentConfig, ds_label: str, data_dir=None, cache_dir="results/cache/pools",
@@ -214,6 +219,8 @@ def run_cell(ctx: DatasetContext, cell: dict) -> dict:
             record["time_s"] = time.perf_counter() - start
             return record
         cls = get_method_class(name)
+        if "memory" in cls.params and "memory" not in params:
+            params = {**params, "memory": ctx.cache}  # a cache changes no result, only the time
         method = get_method(name, **params)
         X = ctx.X if cls.needs_features else None
         probe.start()
