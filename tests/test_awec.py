@@ -114,6 +114,46 @@ def test_f30_awec_s_recovers_gt_for_every_seed(f30):
         assert same_partition(lab, gt)
 
 
+def test_awec_s_code_kmeans_option(f30):
+    """kmeans="code" (issue 18): the code's MATLAB kmeans(V, c) - plain k-means++ or random-row start, Lloyd to
+    convergence, replicates keep the best objective; deterministic per seed; the default stays scikit-learn's."""
+    from sklearn.cluster import KMeans
+
+    from ensclust.methods.awec import matlab_kmeans
+    from ensclust.rng import int_seed
+
+    gt, members, *_ = f30
+    params = {"lambda": 0.04, "gamma": 50, "order": 3}
+    for seed in range(5):
+        for start in ("plus", "sample"):
+            est = get_method("awec-s", kmeans="code", kmeans_start=start, **params)
+            assert same_partition(est.fit_predict(members, 3, random_state=seed), gt)
+            assert "MATLAB kmeans" in est.diagnostics_["kmeans"]
+    # default unchanged: scikit-learn KMeans seeded from the fit's generator
+    est = get_method("awec-s", **{"lambda": 0.2, "gamma": 0.5})
+    lab = est.fit_predict(members, 3, random_state=4)
+    V = awec_s_embedding(est.consensus_matrix_, 3)
+    ref = KMeans(n_clusters=3, n_init=1, max_iter=100, random_state=int_seed(np.random.default_rng(4))).fit_predict(V)
+    assert same_partition(lab, ref)
+    # the code's k-means on a seed-dependent embedding: deterministic, replicates never worsen the objective
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(loc, 1.0, size=(40, 2)) for loc in ((0, 0), (3, 0), (0, 3), (3, 3))])
+
+    def inertia(labels):
+        return sum(((X[labels == k] - X[labels == k].mean(axis=0)) ** 2).sum() for k in np.unique(labels))
+
+    for seed in range(5):
+        one = matlab_kmeans(X, 4, rng=np.random.default_rng(seed))
+        np.testing.assert_array_equal(one, matlab_kmeans(X, 4, rng=np.random.default_rng(seed)))
+        many = matlab_kmeans(X, 4, replicates=10, rng=np.random.default_rng(seed))
+        assert inertia(many) <= inertia(one) + 1e-9
+        assert len(np.unique(matlab_kmeans(X, 4, start="sample", rng=np.random.default_rng(seed)))) == 4
+    from ensclust.errors import UserError
+
+    with pytest.raises(UserError, match="kmeans"):
+        get_method("awec-s", kmeans="matlab").fit(members, 3)
+
+
 def test_toy_mixed_sign_degrees_raise():
     cols = "111122223333 112233334444 111111223333 111222223331 121233445566 111122222222".split()
     members = _digits(cols).T

@@ -648,6 +648,64 @@ def awec_s_embedding(Z: np.ndarray, n_clusters: int, *, rank_cut: float = 1e-4, 
     return _row_normalize(wvec[:, idx])
 
 
+def matlab_kmeans(V: np.ndarray, n_clusters: int, *, replicates: int = 1, start: str = "plus", max_iter: int = 100,
+                  rng=None) -> np.ndarray:
+    """k-means as the code's ``kmeans(V, c)`` runs it (MATLAB defaults; spec 3.5 step 4, A13).
+
+    Parameters
+    ----------
+    V : (n, d) array
+        Rows to cluster (the AWEC-S embedding).
+    n_clusters : int
+    replicates : int
+        Independent starts; the one with the smallest sum of squared distances is kept (MATLAB 'Replicates').
+    start : {"plus", "sample"}
+        "plus": k-means++ with a single candidate per centre, i.e. the first centre uniformly at random and each
+        next one drawn with probability proportional to the squared distance to the nearest chosen centre
+        (MATLAB 'plus'; scikit-learn's default instead keeps the best of 2 + log(c) candidates per centre, the
+        "greedy" variant, which is why its labels differ from the code's). "sample": c distinct rows drawn
+        uniformly (MATLAB's default before R2014b).
+    max_iter : int
+        Lloyd (batch) iterations at most; MATLAB stops earlier when no assignment changes ('OnlinePhase' off).
+    rng : numpy Generator
+
+    Returns
+    -------
+    (n,) int64 labels. The random stream is ours (numpy's), not MATLAB's mt19937ar global stream, so the labels
+    of one seed are not the code's; the distribution over seeds is.
+
+    Notes
+    -----
+    Lloyd iterations are run by scikit-learn's ``KMeans(init=centres, n_init=1, tol=0, algorithm="lloyd")``: with
+    ``tol=0`` it stops only when the assignment no longer changes, as MATLAB's batch phase does. An empty cluster
+    gets the point farthest from its centre (MATLAB 'EmptyAction' 'singleton'; scikit-learn relocates empty
+    clusters to far points likewise).
+    """
+    import warnings as _warnings
+
+    from sklearn.cluster import KMeans, kmeans_plusplus
+    from sklearn.exceptions import ConvergenceWarning
+
+    V = np.ascontiguousarray(V, dtype=np.float64)
+    rng = np.random.default_rng(rng)
+    best_labels, best_inertia = None, np.inf
+    for _ in range(int(replicates)):
+        if start == "plus":
+            centres, _ = kmeans_plusplus(V, n_clusters, n_local_trials=1, random_state=int_seed(rng))
+        elif start == "sample":
+            centres = V[rng.choice(V.shape[0], n_clusters, replace=False)]
+        else:
+            raise UserError(f"matlab_kmeans: start must be 'plus' or 'sample', got {start!r}")
+        with _warnings.catch_warnings():
+            # repeated rows in the start ('sample' on tied rows) are legal in MATLAB too
+            _warnings.simplefilter("ignore", ConvergenceWarning)
+            km = KMeans(n_clusters=n_clusters, init=centres, n_init=1, max_iter=max_iter, tol=0.0,
+                        algorithm="lloyd").fit(V)
+        if km.inertia_ < best_inertia:  # strict: ties keep the first replicate, as MATLAB does
+            best_labels, best_inertia = km.labels_, km.inertia_
+    return np.asarray(best_labels, dtype=np.int64)
+
+
 # --------------------------------------------------------------------------------------------------------
 # Estimators
 # --------------------------------------------------------------------------------------------------------
@@ -746,7 +804,7 @@ def _solve_topology(members: np.ndarray, n_clusters: int, solve_params: dict) ->
 
 
 # Parameters that do not change the solve: the cache and the AWEC-S post-processing.
-_NOT_SOLVE_PARAMS = ("memory", "rank_cut", "power", "kmeans_n_init")
+_NOT_SOLVE_PARAMS = ("memory", "rank_cut", "power", "kmeans_n_init", "kmeans", "kmeans_start")
 
 
 class _AWEC(ConsensusMethod):
@@ -824,17 +882,30 @@ class AWECS(_AWEC):
         **_PARAMS,
         "rank_cut": Param(1e-4, low=0, doc="keep singular values > rank_cut * s_1 of Z", source="code spectral_clustering.m"),
         "power": Param(4, type="int", low=1, doc="element-wise power of the embedding affinity", source="code"),
-        "kmeans_n_init": Param(1, type="int", low=1, doc="k-means restarts (k-means++ seeding, 100 iterations)",
+        "kmeans_n_init": Param(1, type="int", low=1, doc="k-means restarts (replicates), the best objective is kept",
                                source="MATLAB kmeans defaults used by the code: 1 replicate"),
+        "kmeans": Param("sklearn", type="str", choices=("sklearn", "code"),
+                        doc="final k-means: scikit-learn's (greedy k-means++ seeding, tol 1e-4) or the code's MATLAB "
+                            "kmeans(V, c) (plain k-means++ or random-sample start, Lloyd to convergence)",
+                        source="spec 3.5 step 4 / A13; issue 18 (AWEC-S differs from the code on iris and Ecoli)"),
+        "kmeans_start": Param("plus", type="str", choices=("plus", "sample"),
+                              doc="start of kmeans='code': k-means++ with one candidate per centre (MATLAB "
+                                  "'plus', default since R2014b) or c distinct random rows ('sample', before)",
+                              source="MATLAB kmeans 'Start'"),
     }
 
     def _fit(self, members, n_clusters, X, rng):
-        from sklearn.cluster import KMeans
-
         S = self._learned_matrix(members, n_clusters)
         self.consensus_matrix_ = S
-        V = awec_s_embedding(S, n_clusters, rank_cut=self._params["rank_cut"], power=self._params["power"])
+        p = self._params
+        V = awec_s_embedding(S, n_clusters, rank_cut=p["rank_cut"], power=p["power"])
+        if p["kmeans"] == "code":
+            self.diagnostics_["kmeans"] = (f"MATLAB kmeans defaults (code): start={p['kmeans_start']}, "
+                                           f"{p['kmeans_n_init']} replicate(s), Lloyd, max_iter=100")
+            return matlab_kmeans(V, n_clusters, replicates=p["kmeans_n_init"], start=p["kmeans_start"],
+                                 rng=rng)
+        from sklearn.cluster import KMeans
+
         self.diagnostics_["kmeans"] = "sklearn KMeans, k-means++ seeding, max_iter=100"
-        km = KMeans(n_clusters=n_clusters, n_init=self._params["kmeans_n_init"], max_iter=100,
-                    random_state=int_seed(rng))
+        km = KMeans(n_clusters=n_clusters, n_init=p["kmeans_n_init"], max_iter=100, random_state=int_seed(rng))
         return km.fit_predict(V).astype(np.int64)
