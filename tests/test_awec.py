@@ -154,6 +154,25 @@ def test_awec_s_code_kmeans_option(f30):
         get_method("awec-s", kmeans="matlab").fit(members, 3)
 
 
+def test_neighbour_mask_equals_the_stable_sort():
+    """The selection-based neighbour set is the stable descending sort's first k of every column (spec 3.2
+    step 3): random symmetric kernels with many ties (co-association values are multiples of 1/M)."""
+    from ensclust.methods.awec import neighbour_mask
+
+    rng = np.random.default_rng(3)
+    for trial in range(40):
+        n = int(rng.integers(3, 120))
+        K = rng.integers(0, [3, 5, 20, 1000][trial % 4], size=(n, n)).astype(float) / 7.0
+        K = (K + K.T) / 2.0
+        k = int(rng.integers(1, n))
+        cols = -K.copy()
+        cols[np.diag_indices(n)] = np.inf
+        top = np.argsort(cols, axis=0, kind="stable")[:k]
+        expected = np.zeros((n, n), dtype=bool)
+        expected[top, np.broadcast_to(np.arange(n), top.shape)] = True
+        np.testing.assert_array_equal(neighbour_mask(K, k, block=int(rng.integers(1, 50))), expected)
+
+
 def test_toy_mixed_sign_degrees_raise():
     cols = "111122223333 112233334444 111111223333 111222223331 121233445566 111122222222".split()
     members = _digits(cols).T
@@ -213,6 +232,35 @@ def test_options_run_and_differ(f30):
     for opts in ({"eigensolver": "lobpcg"}, {"dtype": "float32"}):
         est = get_method("awec-h", **{"lambda": 0.04, "gamma": 50, "order": 3, **opts})
         assert same_partition(est.fit_predict(members, 3), base.labels_), opts
+
+
+def test_lobpcg_sparse_laplacian_equals_dense(monkeypatch):
+    """On the LOBPCG route the H-update passes L_Z as CSR when Z is sparse: the same matrix, so the solve agrees
+    with the dense-L route up to the products' rounding (same labels, Z to 1e-8)."""
+    from ensclust.methods import awec
+    from ensclust.testing import planted_ensemble
+
+    members, _ = planted_ensemble(n=400, c=4, m=10, random_state=0)
+    calls = []
+    real = awec._smallest_eigvecs
+
+    def spy(L, *args, **kwargs):
+        calls.append(sparse_mod.issparse(L))
+        return real(L, *args, **kwargs)
+
+    from scipy import sparse as sparse_mod
+
+    monkeypatch.setattr(awec, "_smallest_eigvecs", spy)
+    fast = get_method("awec-h", eigensolver="lobpcg")
+    lab_fast = fast.fit_predict(members, 4)
+    assert any(calls)
+    calls.clear()
+    monkeypatch.setattr(awec, "SPARSE_LAPLACIAN_DENSITY", -1.0)
+    ref = get_method("awec-h", eigensolver="lobpcg")
+    lab_ref = ref.fit_predict(members, 4)
+    assert not any(calls)
+    assert same_partition(lab_fast, lab_ref)
+    np.testing.assert_allclose(fast.consensus_matrix_, ref.consensus_matrix_, atol=1e-8)
 
 
 def test_determinism(f30):
