@@ -858,7 +858,7 @@ class _AWEC(ConsensusMethod):
         check = getattr(solve, "check_call_in_cache", None)
         hit = bool(check(members, n_clusters, solve_params)) if check is not None else False
         out = dict(solve(members, n_clusters, solve_params))
-        out["memo_hit"] = hit
+        out["cached"] = hit
         return out
 
     def _record(self, out):
@@ -868,7 +868,7 @@ class _AWEC(ConsensusMethod):
             "alpha": [float(a) for a in out["alpha"]],
             "negative_degree_iterations": int(out["negative_degree_iterations"]),
             "mixed_sign_iterations": int(out["mixed_sign_iterations"]),
-            "negative_alpha": bool(out["negative_alpha"]), "solve_cached": bool(out.get("memo_hit", False)),
+            "negative_alpha": bool(out["negative_alpha"]), "solve_cached": bool(out.get("cached", False)),
             # inner steps x column blocks of the sparse path that used sparse / dense products (0 for "dense")
             "z_step": out.get("z_step"), "z_sparse_steps": int(out.get("z_sparse_steps", 0)),
             "z_dense_steps": int(out.get("z_dense_steps", 0)),
