@@ -181,3 +181,9 @@ def test_runner_shares_one_awec_solve_per_cell_pair_through_its_own_cache():
     labels = fresh.fit_predict(members, 3, random_state=7)
     assert not fresh.diagnostics_["solve_cached"]
     assert records[1]["labels_sha256"] == labels_sha256(labels)
+    # a context shipped to a worker leaves its cache behind (the worker starts an empty one)
+    import pickle
+
+    blob = pickle.dumps(ctx)
+    assert b"SolveCache" not in blob
+    assert len(pickle.loads(blob).cache) == 0 and len(ctx.cache) == 1

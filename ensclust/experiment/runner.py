@@ -62,8 +62,19 @@ class DatasetContext:
     memory: str = "rss"
     #: result cache handed to the methods that take ``memory=`` (e.g. AWEC-H and AWEC-S share one solve per
     #: ensemble and parameter point); owned by this context, so it lives while the data set's cells run. A
-    #: worker process receives it empty (ensclust.core.cache.SolveCache pickles without its entries).
+    #: worker process receives the context without it and starts an empty one.
     cache: SolveCache = field(default_factory=SolveCache)
+
+    def __getstate__(self):
+        # A context shipped to a worker (joblib, Dask) travels without its cache: the worker starts an empty one
+        # (see __setstate__), and nothing large or process-bound is pickled with every task.
+        state = dict(self.__dict__)
+        state.pop("cache", None)
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.cache = SolveCache()
 
 
 def prepare_dataset(config: ExperimentConfig, ds_label: str, data_dir=None, cache_dir="results/cache/pools",
