@@ -39,8 +39,8 @@ from pathlib import Path
 from ensclust.errors import UserError, unknown_name_error
 
 ENTRY_KEYS = ("method", "params", "dataset", "preprocess", "pool", "ensemble_size", "n_clusters", "goal")
-COLUMNS = ["file", "method", "params", "dataset", "n", "M", "time_s", "cpu_s", "n_timed", "peak_mb", "fit_delta_mb", "ari", "load_avg", "goal",
-           "status", "note"]
+COLUMNS = ["file", "method", "params", "dataset", "n", "M", "time_s", "cpu_s", "n_timed", "peak_mb", "fit_delta_mb", "ari",
+           "labels_sha256", "load_avg", "goal", "status", "note"]
 
 
 def find_bench_dir(bench_dir=None) -> Path:
@@ -157,7 +157,7 @@ def _child(entry: dict, data_dir, cache_dir) -> dict:
     # reported time is the median over all calls (the first included) while they add up to < 2 s, at most 7.
     times = [first]
     while first < 1.0 and len(times) < 7 and sum(times) < 2.0:
-        clear_result_caches()  # AWEC-H/-S and ACMK-KM/-SC share solves in-process: each repeat must solve again
+        clear_result_caches()  # ACMK-KM/-SC share solves in-process: each repeat must solve again
         again, again_cpu = time.perf_counter(), time.process_time()
         method.fit_predict(members, c, X=X, random_state=0)
         times.append(time.perf_counter() - again)
@@ -166,6 +166,9 @@ def _child(entry: dict, data_dir, cache_dir) -> dict:
     out["cpu_s"] = float(np.median(cpu))
     out["n_timed"] = len(times)
     out.update(peak_mb=peak, fit_delta_mb=max(0.0, peak - before))
+    from ensclust.experiment.runner import labels_sha256
+
+    out["labels_sha256"] = labels_sha256(labels)  # a speed-up must keep it (compare before / after)
     if y is not None:
         out["ari"] = float(ari(y, labels))
     return out
@@ -241,8 +244,8 @@ def bench_markdown(frame) -> str:
              "time (same calls; with one BLAS thread about the time on an idle core, whatever the load); peak MB = the subprocess's peak RSS (ru_maxrss); fit +MB = rise of that peak "
              "during the fit; load = the machine's 1-minute load average when the entry started (above the CPU "
              "count, other processes were competing and times are inflated accordingly).", "",
-             "| method | params | dataset | n | M | time s | CPU s | peak MB | fit +MB | ARI | load | goal | status |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| method | params | dataset | n | M | time s | CPU s | peak MB | fit +MB | ARI | labels | load | goal | status |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
 
     def num(v, fmt):
         try:
@@ -255,7 +258,8 @@ def bench_markdown(frame) -> str:
         status = r["status"] if r["status"] == "ok" else f"{r['status']}: {r['note']}"
         lines.append("| " + " | ".join(str(x).replace("|", "\\|") for x in (
             r["method"], r["params"], r["dataset"], num(r["n"], ".0f"), num(r["M"], ".0f"), _time_cell(r, num),
-            num(r["cpu_s"], ".3f"), num(r["peak_mb"], ".1f"), num(r["fit_delta_mb"], ".1f"), num(r["ari"], ".3f"), num(r["load_avg"], ".1f"),
+            num(r["cpu_s"], ".3f"), num(r["peak_mb"], ".1f"), num(r["fit_delta_mb"], ".1f"), num(r["ari"], ".3f"),
+            (r["labels_sha256"][:12] if isinstance(r["labels_sha256"], str) else ""), num(r["load_avg"], ".1f"),
             r["goal"] or "",
             status)) + " |")
     return "\n".join(lines) + "\n"

@@ -7,6 +7,7 @@ import pytest
 
 from ensclust.core.coassoc import coassociation
 from ensclust.core.hierarchy import hac_labels
+from ensclust.core.simplex import project_simplex
 from ensclust.methods import get_method
 from ensclust.methods.awec import (
     AWECNumericalError,
@@ -15,7 +16,6 @@ from ensclust.methods.awec import (
     knn_weights,
     matlab_round,
     neighbour_count,
-    project_columns_to_simplex,
     solve_awec,
     update_Z,
 )
@@ -114,6 +114,65 @@ def test_f30_awec_s_recovers_gt_for_every_seed(f30):
         assert same_partition(lab, gt)
 
 
+def test_awec_s_code_kmeans_option(f30):
+    """kmeans="code" (issue 18): the code's MATLAB kmeans(V, c) - plain k-means++ or random-row start, Lloyd to
+    convergence, replicates keep the best objective; deterministic per seed; the default stays scikit-learn's."""
+    from sklearn.cluster import KMeans
+
+    from ensclust.methods.awec import matlab_kmeans
+    from ensclust.rng import int_seed
+
+    gt, members, *_ = f30
+    params = {"lambda": 0.04, "gamma": 50, "order": 3}
+    for seed in range(5):
+        for start in ("plus", "sample"):
+            est = get_method("awec-s", kmeans="code", kmeans_start=start, **params)
+            assert same_partition(est.fit_predict(members, 3, random_state=seed), gt)
+            assert "MATLAB kmeans" in est.diagnostics_["kmeans"]
+    # default unchanged: scikit-learn KMeans seeded from the fit's generator
+    est = get_method("awec-s", **{"lambda": 0.2, "gamma": 0.5})
+    lab = est.fit_predict(members, 3, random_state=4)
+    V = awec_s_embedding(est.consensus_matrix_, 3)
+    ref = KMeans(n_clusters=3, n_init=1, max_iter=100, random_state=int_seed(np.random.default_rng(4))).fit_predict(V)
+    assert same_partition(lab, ref)
+    # the code's k-means on a seed-dependent embedding: deterministic, replicates never worsen the objective
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(loc, 1.0, size=(40, 2)) for loc in ((0, 0), (3, 0), (0, 3), (3, 3))])
+
+    def inertia(labels):
+        return sum(((X[labels == k] - X[labels == k].mean(axis=0)) ** 2).sum() for k in np.unique(labels))
+
+    for seed in range(5):
+        one = matlab_kmeans(X, 4, rng=np.random.default_rng(seed))
+        np.testing.assert_array_equal(one, matlab_kmeans(X, 4, rng=np.random.default_rng(seed)))
+        many = matlab_kmeans(X, 4, replicates=10, rng=np.random.default_rng(seed))
+        assert inertia(many) <= inertia(one) + 1e-9
+        assert len(np.unique(matlab_kmeans(X, 4, start="sample", rng=np.random.default_rng(seed)))) == 4
+    from ensclust.errors import UserError
+
+    with pytest.raises(UserError, match="kmeans"):
+        get_method("awec-s", kmeans="matlab").fit(members, 3)
+
+
+def test_neighbour_mask_equals_the_stable_sort():
+    """The selection-based neighbour set is the stable descending sort's first k of every column (spec 3.2
+    step 3): random symmetric kernels with many ties (co-association values are multiples of 1/M)."""
+    from ensclust.methods.awec import neighbour_mask
+
+    rng = np.random.default_rng(3)
+    for trial in range(40):
+        n = int(rng.integers(3, 120))
+        K = rng.integers(0, [3, 5, 20, 1000][trial % 4], size=(n, n)).astype(float) / 7.0
+        K = (K + K.T) / 2.0
+        k = int(rng.integers(1, n))
+        cols = -K.copy()
+        cols[np.diag_indices(n)] = np.inf
+        top = np.argsort(cols, axis=0, kind="stable")[:k]
+        expected = np.zeros((n, n), dtype=bool)
+        expected[top, np.broadcast_to(np.arange(n), top.shape)] = True
+        np.testing.assert_array_equal(neighbour_mask(K, k, block=int(rng.integers(1, 50))), expected)
+
+
 def test_toy_mixed_sign_degrees_raise():
     cols = "111122223333 112233334444 111111223333 111222223331 121233445566 111122222222".split()
     members = _digits(cols).T
@@ -133,7 +192,7 @@ def test_z_update_properties(f30):
     H = np.linalg.qr(rng.standard_normal((30, 3)))[0]
     # The pre-symmetrised Z has columns on the simplex: check the projection, then the symmetrised output.
     T = rng.standard_normal((30, 30))
-    P = project_columns_to_simplex(T)
+    P = project_simplex(T, axis=0)
     assert np.all(P >= 0)
     np.testing.assert_allclose(P.sum(axis=0), 1.0, atol=1e-9)
     # projection optimality: KKT -> P = max(T - theta, 0) with the same theta for the support
@@ -173,6 +232,35 @@ def test_options_run_and_differ(f30):
     for opts in ({"eigensolver": "lobpcg"}, {"dtype": "float32"}):
         est = get_method("awec-h", **{"lambda": 0.04, "gamma": 50, "order": 3, **opts})
         assert same_partition(est.fit_predict(members, 3), base.labels_), opts
+
+
+def test_lobpcg_sparse_laplacian_equals_dense(monkeypatch):
+    """On the LOBPCG route the H-update passes L_Z as CSR when Z is sparse: the same matrix, so the solve agrees
+    with the dense-L route up to the products' rounding (same labels, Z to 1e-8)."""
+    from ensclust.methods import awec
+    from ensclust.testing import planted_ensemble
+
+    members, _ = planted_ensemble(n=400, c=4, m=10, random_state=0)
+    calls = []
+    real = awec._smallest_eigvecs
+
+    def spy(L, *args, **kwargs):
+        calls.append(sparse_mod.issparse(L))
+        return real(L, *args, **kwargs)
+
+    from scipy import sparse as sparse_mod
+
+    monkeypatch.setattr(awec, "_smallest_eigvecs", spy)
+    fast = get_method("awec-h", eigensolver="lobpcg")
+    lab_fast = fast.fit_predict(members, 4)
+    assert any(calls)
+    calls.clear()
+    monkeypatch.setattr(awec, "SPARSE_LAPLACIAN_DENSITY", -1.0)
+    ref = get_method("awec-h", eigensolver="lobpcg")
+    lab_ref = ref.fit_predict(members, 4)
+    assert not any(calls)
+    assert same_partition(lab_fast, lab_ref)
+    np.testing.assert_allclose(fast.consensus_matrix_, ref.consensus_matrix_, atol=1e-8)
 
 
 def test_determinism(f30):
@@ -290,50 +378,104 @@ def test_appendicitis_nmi_grid(data_dir):
     np.testing.assert_allclose(grid, expected, atol=2e-3)
 
 
-def test_solve_memo_shared_between_variants(f30):
-    from ensclust.methods import awec
+def _without_timing(diag):
+    return {k: v for k, v in diag.items() if "second" not in k}
+
+
+def test_fits_do_not_depend_on_call_history(f30):
+    """No module-level state: the same fit gives the same labels, consensus matrix and diagnostics whatever ran
+    before it in the process (the former process-global solve memo reported a hit on the second call, and its
+    stored Z was the object another estimator exposed as ``consensus_matrix_``)."""
+    gt, members, *_ = f30
+    params = {"lambda": 0.2, "gamma": 0.5}
+
+    def fit(name):
+        est = get_method(name, **params)
+        return est, est.fit_predict(members, 3, random_state=1)
+
+    s_first, lab_s_first = fit("awec-s")
+    h_after, lab_h_after = fit("awec-h")
+    h_first, lab_h_first = fit("awec-h")
+    s_after, lab_s_after = fit("awec-s")
+    assert np.array_equal(lab_s_first, lab_s_after) and np.array_equal(lab_h_first, lab_h_after)
+    assert _without_timing(s_first.diagnostics_) == _without_timing(s_after.diagnostics_)
+    assert _without_timing(h_first.diagnostics_) == _without_timing(h_after.diagnostics_)
+    assert not h_after.diagnostics_["solve_cached"] and not s_after.diagnostics_["solve_cached"]
+    # altering one estimator's output cannot leak into a later fit
+    try:
+        s_after.consensus_matrix_[:] = 0.0
+    except ValueError:
+        pass  # read-only (the solve's output is never handed out writable)
+    h_again, lab_h_again = fit("awec-h")
+    assert np.array_equal(lab_h_again, lab_h_first)
+    np.testing.assert_array_equal(h_again.consensus_matrix_, h_first.consensus_matrix_)
+
+
+def test_memory_cache_shared_between_variants(f30):
+    """A caller-owned SolveCache lets AWEC-S reuse AWEC-H's solve; the result equals a fresh solve."""
+    from sklearn.base import clone
+
+    from ensclust.core.cache import SolveCache
 
     gt, members, *_ = f30
-    awec.clear_solve_memo()
-    h = get_method("awec-h", **{"lambda": 0.2, "gamma": 0.5})
+    cache = SolveCache()
+    h = get_method("awec-h", memory=cache, **{"lambda": 0.2, "gamma": 0.5})
     h.fit(members, 3)
-    s = get_method("awec-s", **{"lambda": 0.2, "gamma": 0.5})
-    lab_memo = s.fit_predict(members, 3, random_state=1)
-    assert s.diagnostics_["solve_memo_hit"] and not h.diagnostics_["solve_memo_hit"]
+    s = get_method("awec-s", memory=cache, **{"lambda": 0.2, "gamma": 0.5})
+    lab_cached = s.fit_predict(members, 3, random_state=1)
+    assert s.diagnostics_["solve_cached"] and not h.diagnostics_["solve_cached"]
     assert s.diagnostics_["n_iter"] == h.diagnostics_["n_iter"] == 9
-    awec.clear_solve_memo()
-    old = awec.SOLVE_MEMO_LIMIT
-    awec.SOLVE_MEMO_LIMIT = 0
-    try:
-        s2 = get_method("awec-s", **{"lambda": 0.2, "gamma": 0.5})
-        lab_fresh = s2.fit_predict(members, 3, random_state=1)
-        assert not s2.diagnostics_["solve_memo_hit"]
-        assert np.array_equal(lab_memo, lab_fresh)
-        np.testing.assert_array_equal(s.consensus_matrix_, s2.consensus_matrix_)
-    finally:
-        awec.SOLVE_MEMO_LIMIT = old
+    assert (cache.hits, cache.misses, len(cache)) == (1, 1, 1)
+    # the cached matrix is read-only: no caller can alter what the next one receives
+    with pytest.raises(ValueError):
+        s.consensus_matrix_[0, 0] = 1.0
+    fresh = get_method("awec-s", **{"lambda": 0.2, "gamma": 0.5})
+    assert np.array_equal(lab_cached, fresh.fit_predict(members, 3, random_state=1))
+    assert not fresh.diagnostics_["solve_cached"]
+    np.testing.assert_array_equal(s.consensus_matrix_, fresh.consensus_matrix_)
+    # post-processing parameters do not enter the key; solver parameters do
+    get_method("awec-s", memory=cache, power=2, **{"lambda": 0.2, "gamma": 0.5}).fit(members, 3, random_state=0)
+    assert cache.hits == 2
+    get_method("awec-h", memory=cache, **{"lambda": 0.1, "gamma": 0.5}).fit(members, 3)
+    assert cache.misses == 2
+    # the cache is a handle: clone shares it, pickling ships it empty
+    assert clone(s).memory is cache
+    import pickle
+
+    assert len(pickle.loads(pickle.dumps(cache))) == 0
 
 
-def test_solve_memo_evicts_oldest(f30):
-    from ensclust.methods import awec
+def test_solve_cache_evicts_least_recent(f30):
+    from ensclust.core.cache import SolveCache
 
     gt, members, *_ = f30
-    awec.clear_solve_memo()
-    old = awec.SOLVE_MEMO_LIMIT
-    awec.SOLVE_MEMO_LIMIT = 2 * 30 * 30 * 8  # room for two Z matrices
-    try:
-        for lam in (0.04, 0.08, 0.1):
-            get_method("awec-h", **{"lambda": lam}).fit(members, 3)
-        assert len(awec._SOLVE_MEMO) == 2 and awec._SOLVE_MEMO_BYTES[0] == 2 * 30 * 30 * 8
-        first = get_method("awec-s", **{"lambda": 0.04})
-        first.fit(members, 3)
-        assert not first.diagnostics_["solve_memo_hit"]
-        last = get_method("awec-s", **{"lambda": 0.1})
-        last.fit(members, 3)
-        assert last.diagnostics_["solve_memo_hit"]
-    finally:
-        awec.SOLVE_MEMO_LIMIT = old
-        awec.clear_solve_memo()
+    cache = SolveCache(max_bytes=2 * 30 * 30 * 8 + 1000)  # room for two Z matrices
+    for lam in (0.04, 0.08, 0.1):
+        get_method("awec-h", memory=cache, **{"lambda": lam}).fit(members, 3)
+    assert len(cache) == 2
+    first = get_method("awec-s", memory=cache, **{"lambda": 0.04})
+    first.fit(members, 3)
+    assert not first.diagnostics_["solve_cached"]
+    last = get_method("awec-s", memory=cache, **{"lambda": 0.1})
+    last.fit(members, 3)
+    assert last.diagnostics_["solve_cached"]
+
+
+def test_memory_folder_shares_a_solve_on_disk(f30, tmp_path):
+    """memory= a folder (joblib.Memory): a second estimator, e.g. in another process, reuses the solve."""
+    gt, members, *_ = f30
+    h = get_method("awec-h", memory=str(tmp_path), **{"lambda": 0.2, "gamma": 0.5})
+    lab = h.fit_predict(members, 3)
+    h2 = get_method("awec-h", memory=str(tmp_path), **{"lambda": 0.2, "gamma": 0.5})
+    assert np.array_equal(h2.fit_predict(members, 3), lab) and h2.diagnostics_["solve_cached"]
+    assert not h.diagnostics_["solve_cached"]
+
+
+def test_memory_parameter_errors():
+    from ensclust.errors import UserError
+
+    with pytest.raises(UserError, match="parameter 'memory' must be None, a folder path or an object"):
+        get_method("awec-h", memory=3).fit(np.array([[0, 0], [0, 1], [1, 1], [1, 0]]), 2)
 
 
 # --- z_step="sparse" (issue #6): the same iteration with sparse products ---------------------------------
@@ -443,22 +585,13 @@ def test_sparse_solver_equals_dense_f30(f30, lam, gamma, o):
     assert same_partition(hac_labels(fast["Z"], 3), hac_labels(dense["Z"], 3))
 
 
-def test_row_projection_equals_column_projection():
-    """The candidate-pruned row projection of the sparse path gives bit-for-bit the sort-based projection
-    (random rows of several scales, integer ties, tied maxima, float32; pruned and full-sort branches)."""
-    from ensclust.methods.awec import _project_rows_to_simplex
+def test_awec_uses_the_shared_simplex_projection():
+    """One projection in one place (issue 19): AWEC's Z sub-problem calls ensclust.core.simplex."""
+    from ensclust.methods import awec
 
-    rng = np.random.default_rng(1)
-    for trial in range(120):
-        m, n = int(rng.integers(1, 30)), int(rng.integers(1, 200))
-        T = rng.standard_normal((m, n)) * [0.1, 1.0, 10.0, 100.0][trial % 4]
-        if trial % 5 == 0:
-            T = np.round(T)
-        if trial % 7 == 0:
-            T[:, :3] = T[:, :1]
-        for dtype in (np.float64, np.float32):
-            Td = T.astype(dtype)
-            np.testing.assert_array_equal(_project_rows_to_simplex(Td), project_columns_to_simplex(Td.T).T)
+    assert awec.project_simplex is project_simplex
+    assert not any("simplex" in name and callable(getattr(awec, name)) and name != "project_simplex"
+                   for name in dir(awec))
 
 
 def test_tiled_sparse_product_is_exact(monkeypatch):

@@ -158,17 +158,32 @@ def test_run_subset_and_dry_run(workdir, capsys):
     assert_user_error(invoke(capsys, "run", "cfg.yaml", "--dataset", "blobs"), "unknown dataset label 'blobs'")
 
 
-def test_clear_result_caches_forces_a_new_awec_solve():
-    from ensclust.methods import awec, clear_result_caches, get_method
+def test_runner_shares_one_awec_solve_per_cell_pair_through_its_own_cache():
+    """The runner owns the cache (one per data set, passed as memory=): AWEC-S reuses AWEC-H's solve, a method
+    built outside the runner does not (no process-global memo), and the labels are those of a fresh fit."""
+    import json
+
+    from ensclust.experiment.runner import DatasetContext, labels_sha256, run_cell
+    from ensclust.methods import get_method
     from ensclust.testing import planted_ensemble
 
-    members, _ = planted_ensemble(n=60, c=3, m=8, random_state=0)
-    get_method("awec-h", gamma=50).fit_predict(members, 3, random_state=0)
-    again = get_method("awec-h", gamma=50)
-    again.fit_predict(members, 3, random_state=0)
-    assert again.diagnostics_["solve_memo_hit"] is True
-    clear_result_caches()
-    assert not awec._SOLVE_MEMO
-    fresh = get_method("awec-h", gamma=50)
-    fresh.fit_predict(members, 3, random_state=0)
-    assert fresh.diagnostics_["solve_memo_hit"] is False
+    members, y = planted_ensemble(n=60, c=3, m=8, random_state=0)
+    ctx = DatasetContext(label="planted", X=None, y=y, n_clusters=3, members=members, draws=[np.arange(8)],
+                         metrics=["nmi"], nmi_average="arithmetic", std_ddof=1, memory="off")
+    records = []
+    for name in ("awec-h", "awec-s"):
+        cell = {"dataset": "planted", "method": name, "method_name": name, "point": 0,
+                "params": json.dumps({"gamma": 50}), "rep": 0, "seed": 7, "fingerprint": name}
+        records.append(run_cell(ctx, cell))
+    assert [r["status"] for r in records] == ["ok", "ok"], records
+    assert (ctx.cache.hits, ctx.cache.misses) == (1, 1)
+    fresh = get_method("awec-s", gamma=50)
+    labels = fresh.fit_predict(members, 3, random_state=7)
+    assert not fresh.diagnostics_["solve_cached"]
+    assert records[1]["labels_sha256"] == labels_sha256(labels)
+    # a context shipped to a worker leaves its cache behind (the worker starts an empty one)
+    import pickle
+
+    blob = pickle.dumps(ctx)
+    assert b"SolveCache" not in blob
+    assert len(pickle.loads(blob).cache) == 0 and len(ctx.cache) == 1

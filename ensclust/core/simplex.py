@@ -1,8 +1,9 @@
 """Euclidean projection onto the probability simplex and an exact simplex-constrained QP.
 
-Shared by the NMF-family baselines (INA's reliability step, WCC's partition weights), TRCE and ACMK (the
-alpha-step, Eq. 18). The projection is the sort-based algorithm (Held, Wolfe & Crowder 1974; Duchi et al.
-2008), vectorised over rows; the QP is a primal active-set method (Nocedal & Wright, Numerical Optimization,
+The projection serves INA's reliability step, MEC and AWEC (the column-wise projection of its Z
+sub-problem, paper Algorithm 1), batched over the rows or the columns of a matrix; the QP serves WCC's
+partition weights and ACMK's alpha-step (Eq. 18). The projection is the sort-based algorithm (Held, Wolfe
+& Crowder 1974; Duchi et al. 2008); the QP is a primal active-set method (Nocedal & Wright, Numerical Optimization,
 2nd ed., section 16.5) that also handles a singular (PSD) Hessian.
 """
 
@@ -13,19 +14,69 @@ import warnings
 import numpy as np
 
 
-def project_simplex(V: np.ndarray, radius: float = 1.0) -> np.ndarray:
-    """Project every row of ``V`` (or a vector) onto {x >= 0, sum x = radius}."""
-    V = np.asarray(V, dtype=np.float64)
-    vec = V.ndim == 1
-    V2 = V[None, :] if vec else V
-    U = -np.sort(-V2, axis=1)
-    css = np.cumsum(U, axis=1) - radius
-    idx = np.arange(1, V2.shape[1] + 1)
+def project_simplex(V: np.ndarray, radius: float = 1.0, *, axis: int = -1) -> np.ndarray:
+    """Euclidean projection of every row of ``V`` (or of a vector) onto {x >= 0, sum x = radius}.
+
+    Parameters
+    ----------
+    V : (n,) or (m, n) array
+        The points to project. A floating dtype is kept (float32 stays float32, so a single-precision solver
+        keeps its memory); other dtypes are computed in float64.
+    radius : float
+        Sum of the projected vector (> 0).
+    axis : int
+        For a matrix, the axis along which the entries sum to ``radius``: -1 or 1 (rows, the default) or 0
+        (columns: the same operations on the transpose).
+
+    Returns
+    -------
+    Array of the same shape: ``x = max(v - theta, 0)`` with the threshold theta of each row.
+
+    Notes
+    -----
+    Sort-based rule (Held, Wolfe & Crowder 1974; Duchi et al. 2008): with u the row sorted in descending
+    order and s_i the cumulative sums minus ``radius``, rho = the last i with u_i - s_i / i > 0 and
+    theta = s_rho / rho. Since theta >= max(v) - radius (the largest entry alone may not exceed the radius
+    above theta), only entries v_i >= max(v) - radius can be in the support, and the condition fails past
+    them. When every row has few such candidates (e.g. the sparse topology of AWEC), only the k largest
+    entries of each row are selected (``np.partition``, O(n)) and sorted: the same sorted prefix, the same
+    cumulative sums, hence the same theta, bit for bit, as the full sort.
+    """
+    V = np.asarray(V)
+    if V.dtype.kind != "f":
+        V = V.astype(np.float64)
+    if V.ndim == 1:
+        return project_simplex(V[None, :], radius)[0]
+    if V.ndim != 2:
+        raise ValueError(f"project_simplex expects a vector or a matrix, got shape {V.shape}")
+    if axis in (0, -2):
+        return project_simplex(V.T, radius).T
+    if axis not in (1, -1):
+        raise ValueError(f"project_simplex: axis must be 0 or 1 for a matrix, got {axis}")
+    m, n = V.shape
+    if m == 0 or n == 0:
+        return V.copy()
+    top = V.max(axis=1)
+    floor = top - radius
+    floor -= 1e-9 * (1.0 + np.abs(top))  # slack: rounding never drops a support entry
+    k = int(np.count_nonzero(V >= floor[:, None], axis=1).max())
+    if 4 * k < n:
+        U = np.partition(V, n - k, axis=1)[:, n - k:]
+        U.sort(axis=1)
+        U = U[:, ::-1]
+    else:
+        k = n
+        U = np.sort(V, axis=1)[:, ::-1]
+    css = np.cumsum(U, axis=1)
+    css -= radius
+    idx = np.arange(1, k + 1, dtype=V.dtype)
     cond = U - css / idx > 0
-    rho = cond.shape[1] - 1 - np.argmax(cond[:, ::-1], axis=1)
-    theta = css[np.arange(V2.shape[0]), rho] / (rho + 1)
-    out = np.maximum(V2 - theta[:, None], 0.0)
-    return out[0] if vec else out
+    rho = k - 1 - np.argmax(cond[:, ::-1], axis=1)  # last index where the condition holds
+    # (rho + 1) is an integer array: keep theta in V's precision (float32 would silently become float64)
+    theta = (css[np.arange(m), rho] / (rho + 1)).astype(V.dtype, copy=False)
+    out = V - theta[:, None]
+    np.maximum(out, 0.0, out=out)
+    return out
 
 
 def simplex_qp(H: np.ndarray, c: np.ndarray, *, max_iter: int | None = None, tol: float = 1e-12) -> np.ndarray:

@@ -31,11 +31,12 @@ import threading
 import time
 import tracemalloc
 from contextlib import closing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from ensclust.core.cache import SolveCache
 from ensclust.core.labels import MISSING_LABEL
 from ensclust.errors import UserError
 from ensclust.experiment.config import ExperimentConfig
@@ -63,6 +64,21 @@ class DatasetContext:
     std_ddof: int
     memory: str = "rss"
     blas_threads: int = 1
+    #: result cache handed to the methods that take ``memory=`` (e.g. AWEC-H and AWEC-S share one solve per
+    #: ensemble and parameter point); owned by this context, so it lives while the data set's cells run. A
+    #: worker process receives the context without it and starts an empty one.
+    cache: SolveCache = field(default_factory=SolveCache)
+
+    def __getstate__(self):
+        # A context shipped to a worker (joblib, Dask) travels without its cache: the worker starts an empty one
+        # (see __setstate__), and nothing large or process-bound is pickled with every task.
+        state = dict(self.__dict__)
+        state.pop("cache", None)
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.cache = SolveCache()
 
 
 def prepare_dataset(config: ExperimentConfig, ds_label: str, data_dir=None, cache_dir="results/cache/pools",
@@ -218,6 +234,8 @@ def run_cell(ctx: DatasetContext, cell: dict) -> dict:
             record["time_s"] = time.perf_counter() - start
             return record
         cls = get_method_class(name)
+        if "memory" in cls.params and "memory" not in params:
+            params = {**params, "memory": ctx.cache}  # a cache changes no result, only the time
         method = get_method(name, **params)
         X = ctx.X if cls.needs_features else None
         probe.start()

@@ -53,7 +53,7 @@ _SOURCES: dict[type, str] = {}
 
 
 def register_result_cache(clear) -> None:
-    """Register the ``clear()`` of a module's in-process result cache (e.g. AWEC-H/-S sharing one solve)."""
+    """Register the ``clear()`` of a module's in-process result cache (e.g. ACMK-KM/-SC sharing one ADMM run)."""
     if clear not in _CACHE_CLEARERS:
         _CACHE_CLEARERS.append(clear)
 

@@ -22,8 +22,9 @@ a clear error unless ``degree_fallback="abs"`` is chosen (a flagged deviation).
 The dense path is exact (agrees with the authors' code to ~1e-10 on the spec's fixtures). For large n the
 ``eigensolver="lobpcg"`` option replaces the full eigendecomposition of L_Z by a partial one (approximation,
 identical unless the c-th and (c+1)-th eigenvalues are (near-)degenerate), and ``dtype="float32"`` halves the
-memory (approximation). AWEC-H and AWEC-S learn the same Z: an in-process memo (keyed by the members and
-the solver parameters, byte-bounded) lets the second variant reuse the first one's solve.
+memory (approximation). AWEC-H and AWEC-S learn the same Z: given the same ``memory`` cache (a caller-owned
+object or folder, :mod:`ensclust.core.cache`; the experiment runner passes one per data set) the second
+variant reuses the first one's solve. There is no module-level state: a fit never depends on earlier calls.
 
 Speed (issue #6): after the column-wise simplex projection the iterate Z of the Z sub-problem is usually
 sparse (often one nonzero per column: Z = I), so ``z_step="sparse"`` (default from n = 300 on) runs the same
@@ -31,7 +32,9 @@ inner iteration with sparse x dense products while Z is sparse and with the code
 in column blocks (fewer n x n buffers); see :func:`_update_Z_sparse`. It agrees with ``z_step="dense"`` to
 floating-point reassociation (~1e-14 on the fixtures, tests/test_awec.py) except where H is not unique (a
 degenerate zero eigenspace of L_Z, spec A10b: rounding then picks the basis in either path). When Z is diagonal, L_Z = 0 and
-the eigendecomposition is skipped (LAPACK returns the identity for it).
+the eigendecomposition is skipped (LAPACK returns the identity for it); on the LOBPCG route a sparse Z gives
+L_Z to LOBPCG in CSR form (same entries). The neighbour sets of the kNN graph are found by selection
+(:func:`neighbour_mask`), the same sets as the code's stable sort. Measurements: results/bench/awec_s6.
 """
 
 from __future__ import annotations
@@ -45,8 +48,9 @@ from scipy import sparse
 
 from ensclust.core.coassoc import coassociation
 from ensclust.core.hierarchy import hac_labels
+from ensclust.core.simplex import project_simplex
 from ensclust.errors import UserError
-from ensclust.methods import register, register_result_cache
+from ensclust.methods import register
 from ensclust.methods.base import ConsensusMethod, Param
 from ensclust.rng import int_seed
 
@@ -97,19 +101,35 @@ def preprocessed_kernel(A: np.ndarray) -> np.ndarray:
     return K
 
 
-def _top_rows_per_column(K: np.ndarray, k: int, *, block: int = 2048) -> np.ndarray:
-    """Row indices of the k largest entries of every column, diagonal excluded, ties -> lowest index.
+def neighbour_mask(K: np.ndarray, k: int, *, block: int = 1024) -> np.ndarray:
+    """Boolean (n, n) mask whose column j marks the k largest entries of K[:, j], diagonal excluded, ties ->
+    lowest row index: the set MATLAB's ``sort(K(:,j) - 1e18*e_j, 'descend')`` (stable) puts first (spec 3.2
+    step 3, A16).
 
-    Equivalent to MATLAB ``sort(K(:,j) - 1e18*e_j, 'descend')`` (stable). Returns a (k, n) array.
+    K is the symmetric pre-processed kernel, so column j is read as row j (contiguous). Instead of a stable sort
+    of every row (O(n log n)), the k-th largest value v of the row is found by selection (O(n)); all entries
+    above v are neighbours and the entries equal to v fill the remaining places in increasing index order -
+    exactly the stable sort's first k.
     """
     n = K.shape[0]
-    out = np.empty((k, n), dtype=np.int64)
+    if k >= n:
+        raise ValueError(f"neighbour_mask: k={k} must be below n={n}")
+    if _max_asymmetry(K) != 0.0:
+        raise ValueError("neighbour_mask: K must be exactly symmetric (columns are read as rows)")
+    mask = np.zeros((n, n), dtype=bool)
     for start in range(0, n, block):
         stop = min(start + block, n)
-        cols = -K[:, start:stop]  # ascending stable sort of the negation = descending, lowest index first
-        cols[np.arange(start, stop), np.arange(stop - start)] = np.inf
-        out[:, start:stop] = np.argsort(cols, axis=0, kind="stable")[:k]
-    return out
+        rows = np.arange(stop - start)
+        R = np.array(K[start:stop], dtype=np.float64)
+        R[rows, start + rows] = -np.inf  # the diagonal comes last (MATLAB subtracts 1e18)
+        v = np.partition(R, n - k, axis=1)[:, n - k]  # k-th largest of each row
+        above = R > v[:, None]
+        ties = R == v[:, None]
+        need = k - np.count_nonzero(above, axis=1)
+        # the first `need` tied entries of each row, in index order
+        take = ties & (np.cumsum(ties, axis=1) <= need[:, None])
+        mask[start:stop] = above | take
+    return mask.T  # row block i holds column i's neighbours; K symmetric -> transpose to column form
 
 
 def knn_weights(A: np.ndarray, n_clusters: int, nn_rate: float = 0.5) -> tuple[np.ndarray, dict]:
@@ -117,10 +137,7 @@ def knn_weights(A: np.ndarray, n_clusters: int, nn_rate: float = 0.5) -> tuple[n
     n = A.shape[0]
     kernel = preprocessed_kernel(A)
     nei = neighbour_count(n, n_clusters, nn_rate)
-    top = _top_rows_per_column(kernel, nei)
-    cols = np.broadcast_to(np.arange(n)[None, :], top.shape)
-    aff = np.zeros((n, n), dtype=np.float64)
-    aff[top.ravel(), cols.ravel()] = 1.0
+    aff = neighbour_mask(kernel, nei).astype(np.float64)
     aff += aff.T  # mutual neighbours count twice (not binarised), as in the code
     W = np.asarray(A, dtype=np.float64) * aff
     del aff
@@ -171,20 +188,6 @@ def connection_matrices(khn: np.ndarray, order: int, *, threshold: bool = True) 
 # --------------------------------------------------------------------------------------------------------
 # ADMM solver (spec 3.4)
 # --------------------------------------------------------------------------------------------------------
-
-
-def project_columns_to_simplex(T: np.ndarray) -> np.ndarray:
-    """Euclidean projection of every column of T onto {z >= 0, sum z = 1} (exact, sort based)."""
-    n = T.shape[0]
-    U = -np.sort(-T, axis=0)
-    css = np.cumsum(U, axis=0)
-    css -= 1.0
-    idx = np.arange(1, n + 1, dtype=T.dtype)[:, None]
-    cond = U * idx > css
-    rho = n - 1 - np.argmax(cond[::-1], axis=0)  # last index where the condition holds
-    # (rho + 1) is an integer array: keep theta in T's precision (float32 would silently become float64)
-    theta = (css[rho, np.arange(T.shape[1])] / (rho + 1)).astype(T.dtype, copy=False)
-    return np.maximum(T - theta[None, :], 0.0)
 
 
 def _sq_dist_rows(H: np.ndarray) -> np.ndarray:
@@ -254,40 +257,6 @@ def _symmetrize_inplace(M: np.ndarray, block: int = 1024) -> np.ndarray:
             M[I, J] = X
             M[J, I] = X.T
     return M
-
-
-def _project_rows_to_simplex(T: np.ndarray) -> np.ndarray:
-    """Row-wise version of :func:`project_columns_to_simplex` (same operations along the contiguous axis).
-
-    The threshold theta of a row is at least max(t) - 1 (the largest entry alone may not exceed 1 above it),
-    so only entries t_i >= max(t) - 1 can be in the support, and in the sort-based rule the condition
-    u_i * i > cumsum_i - 1 fails past them. When every row has few such candidates (the usual sparse Z), only
-    the k largest entries of each row are selected (np.partition, O(n)) and sorted: the same sorted prefix,
-    the same cumulative sums, the same theta as the full sort.
-    """
-    m, n = T.shape
-    if m == 0:
-        return T.copy()
-    top = T.max(axis=1)
-    floor = top - 1.0
-    floor -= 1e-9 * (1.0 + np.abs(top))  # slack: rounding never drops a support entry
-    k = int(np.count_nonzero(T >= floor[:, None], axis=1).max())
-    if 4 * k < n:
-        U = np.partition(T, n - k, axis=1)[:, n - k:]
-        U.sort(axis=1)
-        U = U[:, ::-1]
-    else:
-        k = n
-        U = np.sort(T, axis=1)[:, ::-1]
-    css = np.cumsum(U, axis=1)
-    css -= 1.0
-    idx = np.arange(1, k + 1, dtype=T.dtype)[None, :]
-    cond = U * idx > css
-    rho = k - 1 - np.argmax(cond[:, ::-1], axis=1)
-    theta = (css[np.arange(m), rho] / (rho + 1)).astype(T.dtype, copy=False)
-    out = T - theta[:, None]
-    np.maximum(out, 0.0, out=out)
-    return out
 
 
 def _z_block_size(n: int) -> int:
@@ -372,7 +341,7 @@ def _update_Z_sparse(C, gamma, delta, H, *, inner_iter, eta0, rho2, laplacian, s
         Tt = Bt - v[None, :]
         Tt /= eta
         Tt += (u - 1.0 / eta)[None, :]
-        W = _project_rows_to_simplex(Tt)
+        W = project_simplex(Tt)
         eta *= rho2
         Qt = W - u[None, :]
         Qt *= eta
@@ -428,7 +397,7 @@ def _update_Z_sparse(C, gamma, delta, H, *, inner_iter, eta0, rho2, laplacian, s
             Tt /= -eta
             Tt += Pt
             Tt -= Qt / eta
-            W = _project_rows_to_simplex(Tt)
+            W = project_simplex(Tt)
             del Tt
             eta *= rho2
             W_minus_P = W - Pt
@@ -477,15 +446,26 @@ def update_Z(C: np.ndarray, gamma: float, delta: float, H: np.ndarray, *, inner_
     for _ in range(inner_iter):
         P = Z - (ApT @ Z + Q) / eta
         T = P - Q / eta - (Ap @ P - B) / eta
-        Z = project_columns_to_simplex(T)
+        Z = project_simplex(T, axis=0)
         eta *= rho2
         Q += eta * (Z - P)
     return (Z + Z.T) / 2.0
 
 
-def _smallest_eigvecs(L: np.ndarray, c: int, solver: str, H_prev: np.ndarray | None, rng) -> np.ndarray:
+# The H-update hands LOBPCG a CSR Laplacian when Z has at most this fraction of nonzeros (the CSR product then
+# beats the dense GEMM by far; measured: LOBPCG was ~8 % of a fit at n = 3000 with a dense L_Z).
+SPARSE_LAPLACIAN_DENSITY = 0.05
+
+
+def _uses_lobpcg(solver: str, n: int, c: int) -> bool:
+    """Whether :func:`_smallest_eigvecs` takes the LOBPCG route (else the full dense eigendecomposition)."""
+    return not (solver == "dense" or (solver == "auto" and n <= 3000) or c >= n // 5)
+
+
+def _smallest_eigvecs(L, c: int, solver: str, H_prev: np.ndarray | None, rng) -> np.ndarray:
+    """The c eigenvectors of the smallest eigenvalues of L (dense array; a sparse L only on the LOBPCG route)."""
     n = L.shape[0]
-    if solver == "dense" or (solver == "auto" and n <= 3000) or c >= n // 5:
+    if not _uses_lobpcg(solver, n, c):
         if not L.any():
             # Z diagonal (common: after the simplex projection Z is often the identity) -> L_Z = 0, whose
             # eigenvectors LAPACK returns as the identity (checked in tests/test_awec.py); skips an O(n^3) call.
@@ -627,11 +607,18 @@ def solve_awec(A: np.ndarray, G: list[np.ndarray], n_clusters: int, *, lam: floa
             negative_alpha |= bool(np.any(alpha < 0))
         if use_topo:
             # --- H-update: c smallest eigenvectors of max(L_Z, L_Z^T) -------------------------------------
-            L = -Z
-            L[np.diag_indices(n)] += Z.sum(axis=0)
-            L = np.maximum(L, L.T)
-            if not np.all(np.isfinite(L)):
+            if not np.all(np.isfinite(Z)):
                 raise AWECNumericalError("AWEC: the topology Z became non-finite (NaN/Inf)")
+            if (_uses_lobpcg(eigensolver, n, c) and np.count_nonzero(Z) <= SPARSE_LAPLACIAN_DENSITY * Z.size
+                    and _max_asymmetry(Z) == 0.0):
+                # LOBPCG only multiplies by L_Z: with Z sparse (and exactly symmetric, as update_Z returns it,
+                # so max(L_Z, L_Z^T) = L_Z) the same matrix in CSR form costs nnz(Z) c per product instead of
+                # n^2 c. The entries are the dense path's (colsum - Z_ii on the diagonal, -Z_ij off it).
+                L = sparse.diags(Z.sum(axis=0)) - sparse.csr_matrix(Z)
+            else:
+                L = -Z
+                L[np.diag_indices(n)] += Z.sum(axis=0)
+                L = np.maximum(L, L.T)
             H = _smallest_eigvecs(L, c, eigensolver, H, rng)
             del L
         # --- stopping (A12: checked before the multiplier update, strict inequality) --------------------
@@ -694,6 +681,64 @@ def awec_s_embedding(Z: np.ndarray, n_clusters: int, *, rank_cut: float = 1e-4, 
     return _row_normalize(wvec[:, idx])
 
 
+def matlab_kmeans(V: np.ndarray, n_clusters: int, *, replicates: int = 1, start: str = "plus", max_iter: int = 100,
+                  rng=None) -> np.ndarray:
+    """k-means as the code's ``kmeans(V, c)`` runs it (MATLAB defaults; spec 3.5 step 4, A13).
+
+    Parameters
+    ----------
+    V : (n, d) array
+        Rows to cluster (the AWEC-S embedding).
+    n_clusters : int
+    replicates : int
+        Independent starts; the one with the smallest sum of squared distances is kept (MATLAB 'Replicates').
+    start : {"plus", "sample"}
+        "plus": k-means++ with a single candidate per centre, i.e. the first centre uniformly at random and each
+        next one drawn with probability proportional to the squared distance to the nearest chosen centre
+        (MATLAB 'plus'; scikit-learn's default instead keeps the best of 2 + log(c) candidates per centre, the
+        "greedy" variant, which is why its labels differ from the code's). "sample": c distinct rows drawn
+        uniformly (MATLAB's default before R2014b).
+    max_iter : int
+        Lloyd (batch) iterations at most; MATLAB stops earlier when no assignment changes ('OnlinePhase' off).
+    rng : numpy Generator
+
+    Returns
+    -------
+    (n,) int64 labels. The random stream is ours (numpy's), not MATLAB's mt19937ar global stream, so the labels
+    of one seed are not the code's; the distribution over seeds is.
+
+    Notes
+    -----
+    Lloyd iterations are run by scikit-learn's ``KMeans(init=centres, n_init=1, tol=0, algorithm="lloyd")``: with
+    ``tol=0`` it stops only when the assignment no longer changes, as MATLAB's batch phase does. An empty cluster
+    gets the point farthest from its centre (MATLAB 'EmptyAction' 'singleton'; scikit-learn relocates empty
+    clusters to far points likewise).
+    """
+    import warnings as _warnings
+
+    from sklearn.cluster import KMeans, kmeans_plusplus
+    from sklearn.exceptions import ConvergenceWarning
+
+    V = np.ascontiguousarray(V, dtype=np.float64)
+    rng = np.random.default_rng(rng)
+    best_labels, best_inertia = None, np.inf
+    for _ in range(int(replicates)):
+        if start == "plus":
+            centres, _ = kmeans_plusplus(V, n_clusters, n_local_trials=1, random_state=int_seed(rng))
+        elif start == "sample":
+            centres = V[rng.choice(V.shape[0], n_clusters, replace=False)]
+        else:
+            raise UserError(f"matlab_kmeans: start must be 'plus' or 'sample', got {start!r}")
+        with _warnings.catch_warnings():
+            # repeated rows in the start ('sample' on tied rows) are legal in MATLAB too
+            _warnings.simplefilter("ignore", ConvergenceWarning)
+            km = KMeans(n_clusters=n_clusters, init=centres, n_init=1, max_iter=max_iter, tol=0.0,
+                        algorithm="lloyd").fit(V)
+        if km.inertia_ < best_inertia:  # strict: ties keep the first replicate, as MATLAB does
+            best_labels, best_inertia = km.labels_, km.inertia_
+    return np.asarray(best_labels, dtype=np.int64)
+
+
 # --------------------------------------------------------------------------------------------------------
 # Estimators
 # --------------------------------------------------------------------------------------------------------
@@ -747,53 +792,52 @@ _PARAMS = {
     "dtype": Param("float64", type="str", choices=("float64", "float32"),
                    doc="precision of the n x n iterates (float32 = approximation, half the memory)",
                    source="ensclust choice (spec 6)"),
+    "memory": Param(None, type="memory",
+                    doc="cache of the deterministic solve (None, a folder path, a joblib.Memory or an "
+                        "ensclust.core.cache.SolveCache); AWEC-H and AWEC-S given the same cache solve once",
+                    source="ensclust choice (scikit-learn's memory convention; the runner passes one per data set)"),
 }
 
 
-# Parameters that do not change the solve (only the AWEC-S post-processing).
-_POST_PARAMS = ("rank_cut", "power", "kmeans_n_init")
-_SOLVE_MEMO: dict[str, dict] = {}
-_SOLVE_MEMO_BYTES = [0]
-SOLVE_MEMO_LIMIT = 768 * 2**20  # bytes of matrices kept; 0 disables the memo
+def _solve_topology(members: np.ndarray, n_clusters: int, solve_params: dict) -> dict:
+    """The deterministic part of an AWEC fit: co-association, connection matrices and the ADMM (spec 3.1-3.4).
+
+    A function of its arguments only (no random state: the LOBPCG option starts from the previous H, spec 6),
+    so a ``memory`` cache (:mod:`ensclust.core.cache`) may return a stored result for it; AWEC-H and AWEC-S learn
+    the same Z and share it that way. Only the matrix the labels are read from is returned (``"S"``: Z, or C
+    for the no-topo ablation), with the solver's diagnostics.
+    """
+    p = solve_params
+    n = members.shape[0]
+    dtype = np.float64 if p["dtype"] == "float64" else np.float32
+    from threadpoolctl import threadpool_limits
+
+    # Small matrices: multi-threaded BLAS is far slower than one thread on a shared 2-core box (spec 6).
+    limit = 1 if n < 1000 else None
+    with threadpool_limits(limits=limit, user_api="blas"):
+        A = coassociation(members, dtype=np.float64)
+        khn, info = knn_weights(A, n_clusters, p["nn_rate"])
+        G = connection_matrices(khn, p["order"], threshold=p["order_threshold"])
+        del khn
+        A = A.astype(dtype, copy=False)
+        G = [g.astype(dtype, copy=False) for g in G]
+        out = solve_awec(A, G, n_clusters, lam=p["lambda"], gamma=p["gamma"], delta=p["delta"], mu0=p["mu0"],
+                         rho=p["rho"], mu_max=p["mu_max"], tol=p["tol"], max_iter=p["max_iter"],
+                         inner_iter=p["inner_iter"], eta0=p["eta0"], rho2=p["rho2"],
+                         laplacian=p["laplacian"], refresh_mu=p["refresh_mu"],
+                         multiplier_init=p["multiplier_init"], degree_fallback=p["degree_fallback"],
+                         eigensolver=p["eigensolver"], ablation=p["ablation"], z_step=p["z_step"],
+                         rng=None)
+    out["S"] = out["C"] if p["ablation"] == "no-topo" else out["Z"]
+    # read-only: a cache hands this array to every later caller, so none of them may alter it
+    if isinstance(out["S"], np.ndarray):
+        out["S"].setflags(write=False)
+    out["info"] = info
+    return {k: v for k, v in out.items() if k not in ("C", "Z", "history")}
 
 
-def _memo_key(members: np.ndarray, n_clusters: int, params: dict) -> str:
-    import hashlib
-    import json
-
-    h = hashlib.sha256(np.ascontiguousarray(members, dtype=np.int64).tobytes())
-    h.update(str(members.shape).encode())
-    solve = {k: v for k, v in params.items() if k not in _POST_PARAMS}
-    h.update(json.dumps([int(n_clusters), solve], sort_keys=True, default=str).encode())
-    return h.hexdigest()
-
-
-def _memo_store(key: str, out: dict, keep: str) -> None:
-    """Keep a solve for the other variant (AWEC-H and AWEC-S learn the same Z). The solver is deterministic,
-    so a memo hit gives exactly the result of a fresh solve. Only the matrix the labels need (``keep`` = "Z",
-    or "C" for the no-topo ablation) is kept; when the byte budget is exceeded the oldest entries go first
-    (the runner runs all AWEC-S cells of a data set, then all AWEC-H cells, so older data sets go first)."""
-    if SOLVE_MEMO_LIMIT <= 0:
-        return
-    entry = {k: v for k, v in out.items() if k not in ("history", "C", "Z")}
-    entry[keep] = out[keep]
-    size = int(out[keep].nbytes)
-    if size > SOLVE_MEMO_LIMIT:
-        return
-    while _SOLVE_MEMO and _SOLVE_MEMO_BYTES[0] + size > SOLVE_MEMO_LIMIT:
-        oldest = next(iter(_SOLVE_MEMO))
-        old = _SOLVE_MEMO.pop(oldest)
-        _SOLVE_MEMO_BYTES[0] -= sum(int(v.nbytes) for k, v in old.items() if k in ("C", "Z"))
-    _SOLVE_MEMO[key] = entry
-    _SOLVE_MEMO_BYTES[0] += size
-
-
-def clear_solve_memo() -> None:
-    _SOLVE_MEMO.clear()
-    _SOLVE_MEMO_BYTES[0] = 0
-
-
-register_result_cache(clear_solve_memo)
+# Parameters that do not change the solve: the cache and the AWEC-S post-processing.
+_NOT_SOLVE_PARAMS = ("memory", "rank_cut", "power", "kmeans_n_init", "kmeans", "kmeans_start")
 
 
 class _AWEC(ConsensusMethod):
@@ -808,38 +852,15 @@ class _AWEC(ConsensusMethod):
 
     params = _PARAMS
 
-    def _solve(self, members, n_clusters, rng):
-        key = _memo_key(members, n_clusters, self._params)
-        if key in _SOLVE_MEMO:
-            out = dict(_SOLVE_MEMO[key])
-            out["memo_hit"] = True
-            return out
-        out = self._solve_fresh(members, n_clusters, rng)
-        _memo_store(key, out, "C" if self._params["ablation"] == "no-topo" else "Z")
-        return out
+    def _solve(self, members, n_clusters):
+        from ensclust.core.cache import check_memory
 
-    def _solve_fresh(self, members, n_clusters, rng):
-        p = self._params
-        n = members.shape[0]
-        dtype = np.float64 if p["dtype"] == "float64" else np.float32
-        from threadpoolctl import threadpool_limits
-
-        # Small matrices: multi-threaded BLAS is far slower than one thread on a shared 2-core box (spec 6).
-        limit = 1 if n < 1000 else None
-        with threadpool_limits(limits=limit, user_api="blas"):
-            A = coassociation(members, dtype=np.float64)
-            khn, info = knn_weights(A, n_clusters, p["nn_rate"])
-            G = connection_matrices(khn, p["order"], threshold=p["order_threshold"])
-            del khn
-            A = A.astype(dtype, copy=False)
-            G = [g.astype(dtype, copy=False) for g in G]
-            out = solve_awec(A, G, n_clusters, lam=p["lambda"], gamma=p["gamma"], delta=p["delta"], mu0=p["mu0"],
-                             rho=p["rho"], mu_max=p["mu_max"], tol=p["tol"], max_iter=p["max_iter"],
-                             inner_iter=p["inner_iter"], eta0=p["eta0"], rho2=p["rho2"],
-                             laplacian=p["laplacian"], refresh_mu=p["refresh_mu"],
-                             multiplier_init=p["multiplier_init"], degree_fallback=p["degree_fallback"],
-                             eigensolver=p["eigensolver"], ablation=p["ablation"], z_step=p["z_step"], rng=rng)
-        out["info"] = info
+        solve_params = {k: v for k, v in self._params.items() if k not in _NOT_SOLVE_PARAMS}
+        solve = check_memory(self._params["memory"]).cache(_solve_topology)
+        check = getattr(solve, "check_call_in_cache", None)
+        hit = bool(check(members, n_clusters, solve_params)) if check is not None else False
+        out = dict(solve(members, n_clusters, solve_params))
+        out["cached"] = hit
         return out
 
     def _record(self, out):
@@ -849,21 +870,21 @@ class _AWEC(ConsensusMethod):
             "alpha": [float(a) for a in out["alpha"]],
             "negative_degree_iterations": int(out["negative_degree_iterations"]),
             "mixed_sign_iterations": int(out["mixed_sign_iterations"]),
-            "negative_alpha": bool(out["negative_alpha"]), "solve_memo_hit": bool(out.get("memo_hit", False)),
+            "negative_alpha": bool(out["negative_alpha"]), "solve_cached": bool(out.get("cached", False)),
             # inner steps x column blocks of the sparse path that used sparse / dense products (0 for "dense")
             "z_step": out.get("z_step"), "z_sparse_steps": int(out.get("z_sparse_steps", 0)),
             "z_dense_steps": int(out.get("z_dense_steps", 0)),
             **out.get("info", {}),
         }
 
-    def _learned_matrix(self, members, n_clusters, rng) -> np.ndarray:
+    def _learned_matrix(self, members, n_clusters) -> np.ndarray:
         """Solve, record the diagnostics and return the dense float64 matrix the labels are read from.
 
         That is the learned topology Z, or C for the "w/o Topo" ablation, which has no Z (spec A23).
         """
-        out = self._solve(members, n_clusters, rng)
+        out = self._solve(members, n_clusters)
         self._record(out)
-        S = out["C"] if self._params["ablation"] == "no-topo" else out["Z"]
+        S = out["S"]
         if sparse.issparse(S):
             S = S.toarray()
         return np.asarray(S, dtype=np.float64)
@@ -879,7 +900,7 @@ class AWECH(_AWEC):
     summary = "adaptive high-order topological weights (AAAI 2024), average link on the learned topology Z"
 
     def _fit(self, members, n_clusters, X, rng):
-        S = self._learned_matrix(members, n_clusters, rng)
+        S = self._learned_matrix(members, n_clusters)
         S = (S + S.T) / 2.0
         self.consensus_matrix_ = S
         return hac_labels(S, n_clusters, linkage="average")
@@ -898,17 +919,30 @@ class AWECS(_AWEC):
         **_PARAMS,
         "rank_cut": Param(1e-4, low=0, doc="keep singular values > rank_cut * s_1 of Z", source="code spectral_clustering.m"),
         "power": Param(4, type="int", low=1, doc="element-wise power of the embedding affinity", source="code"),
-        "kmeans_n_init": Param(1, type="int", low=1, doc="k-means restarts (k-means++ seeding, 100 iterations)",
+        "kmeans_n_init": Param(1, type="int", low=1, doc="k-means restarts (replicates), the best objective is kept",
                                source="MATLAB kmeans defaults used by the code: 1 replicate"),
+        "kmeans": Param("sklearn", type="str", choices=("sklearn", "code"),
+                        doc="final k-means: scikit-learn's (greedy k-means++ seeding, tol 1e-4) or the code's MATLAB "
+                            "kmeans(V, c) (plain k-means++ or random-sample start, Lloyd to convergence)",
+                        source="spec 3.5 step 4 / A13; issue 18 (AWEC-S differs from the code on iris and Ecoli)"),
+        "kmeans_start": Param("plus", type="str", choices=("plus", "sample"),
+                              doc="start of kmeans='code': k-means++ with one candidate per centre (MATLAB "
+                                  "'plus', default since R2014b) or c distinct random rows ('sample', before)",
+                              source="MATLAB kmeans 'Start'"),
     }
 
     def _fit(self, members, n_clusters, X, rng):
+        S = self._learned_matrix(members, n_clusters)
+        self.consensus_matrix_ = S
+        p = self._params
+        V = awec_s_embedding(S, n_clusters, rank_cut=p["rank_cut"], power=p["power"])
+        if p["kmeans"] == "code":
+            self.diagnostics_["kmeans"] = (f"MATLAB kmeans defaults (code): start={p['kmeans_start']}, "
+                                           f"{p['kmeans_n_init']} replicate(s), Lloyd, max_iter=100")
+            return matlab_kmeans(V, n_clusters, replicates=p["kmeans_n_init"], start=p["kmeans_start"],
+                                 rng=rng)
         from sklearn.cluster import KMeans
 
-        S = self._learned_matrix(members, n_clusters, rng)
-        self.consensus_matrix_ = S
-        V = awec_s_embedding(S, n_clusters, rank_cut=self._params["rank_cut"], power=self._params["power"])
         self.diagnostics_["kmeans"] = "sklearn KMeans, k-means++ seeding, max_iter=100"
-        km = KMeans(n_clusters=n_clusters, n_init=self._params["kmeans_n_init"], max_iter=100,
-                    random_state=int_seed(rng))
+        km = KMeans(n_clusters=n_clusters, n_init=p["kmeans_n_init"], max_iter=100, random_state=int_seed(rng))
         return km.fit_predict(V).astype(np.int64)

@@ -51,7 +51,8 @@ class Param:
     Parameters
     ----------
     default : the default value (a tuple for the list types: scikit-learn wants immutable defaults).
-    type : "float", "int", "str", "bool", "list[float]" or "list[int]".
+    type : "float", "int", "str", "bool", "list[float]", "list[int]" or "memory" (a result cache: None, a
+        folder path or an object with a ``cache(func)`` method, see :mod:`ensclust.core.cache`).
     low, high : optional bounds (of every element, for the list types); ``low_open`` / ``high_open`` make
         them strict.
     choices : allowed values for a categorical parameter.
@@ -74,6 +75,14 @@ class Param:
         """Return ``value`` converted to the declared type, or raise a one-line :class:`UserError`."""
         if value is None and (self.allow_none or self.default is None):
             return None
+        if self.type == "memory":
+            # a cache handle, passed through as is (ensclust.core.cache): a folder path, a joblib.Memory or
+            # any object with a ``cache(func)`` method
+            if isinstance(value, str) or callable(getattr(value, "cache", None)):
+                return value
+            raise UserError(f"{where + ': ' if where else ''}parameter '{name}' must be None, a folder path or "
+                            f"an object with a cache() method (joblib.Memory, ensclust.core.cache.SolveCache), "
+                            f"got {value!r}")
         if self.type not in _LIST_TYPES:
             return self._convert(name, value, where, _TYPES[self.type])
         items = value
