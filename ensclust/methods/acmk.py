@@ -46,6 +46,7 @@ from ensclust.core.spectral import kmeans_labels, spectral_clustering
 from ensclust.errors import UserError
 from ensclust.methods import register, register_result_cache
 from ensclust.methods._acmk_ops import (
+    GEMM_BLOCK_ELEMENTS,
     ASubproblem,
     LBFGSWorkspace,
     WSubproblem,
@@ -90,7 +91,7 @@ def weighted_coassociation(labels: np.ndarray, alpha: np.ndarray, out: np.ndarra
     for m in range(v):
         B[np.arange(n), offsets[m] + labels[:, m]] = 1
     Ba = B * np.repeat(alpha, ks).astype(out.dtype)[None, :]
-    for rows in row_blocks(n):
+    for rows in row_blocks(n, elements=GEMM_BLOCK_ELEMENTS):
         np.matmul(Ba[rows], B.T, out=out[rows])
     return out
 
