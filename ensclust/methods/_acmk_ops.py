@@ -206,8 +206,10 @@ def a_step_lowrank(A, C, Lam1, X, k, targets, mu, work, *, max_iter=20, pgtol=1e
     RX0 = (R @ X32).astype(np.float64)
 
     cap = max_iter + 2  # basis: R and one term per accepted evaluation (the start included)
-    Pall = np.zeros((n, cap * kd))
-    Qall = np.zeros((n, cap * kd))
+    # the factors of the terms, stored transposed (rows t kd .. (t+1) kd - 1 hold P_t^T and Q_t^T) in the
+    # dtype of the state: the dense solver's gradients and inner products are in that precision too
+    PT = np.zeros((cap * kd, n), dtype=dt)
+    QT = np.zeros((cap * kd, n), dtype=dt)
     QX0 = np.zeros((cap * kd, d))  # Q_t^T X_0 of every term (the first power reuses it)
     gram = np.zeros((cap, cap))
     gram[0, 0] = rr
@@ -227,10 +229,10 @@ def a_step_lowrank(A, C, Lam1, X, k, targets, mu, work, *, max_iter=20, pgtol=1e
         t = n_terms[0]
         if t == 0:
             return 0.0
-        left, right = (Qall, Pall) if transpose else (Pall, Qall)
-        inner = right[:, :t * kd].T @ Z if inner is None else inner[:t * kd].copy()
+        left, right = (QT, PT) if transpose else (PT, QT)
+        inner = (right[:t * kd] @ Z.astype(dt)).astype(np.float64) if inner is None else inner[:t * kd].copy()
         inner *= np.repeat(c[1:t + 1], kd)[:, None]
-        return left[:, :t * kd] @ inner
+        return (left[:t * kd].T @ inner.astype(dt)).astype(np.float64)
 
     def powers(c):
         """[X, A X, .., A^k X] at A = A0 + c_0 R + sum_t c_t G_t (B = A0 + c_0 R must be current)."""
@@ -252,12 +254,12 @@ def a_step_lowrank(A, C, Lam1, X, k, targets, mu, work, *, max_iter=20, pgtol=1e
             P.append(prod.T.astype(np.float64) + lowrank(c, P[-1], transpose=True))
         t = n_terms[0]
         cols = slice(t * kd, (t + 1) * kd)
-        Pnew = Pall[:, cols]
-        Qnew = Qall[:, cols]
+        Pnew = PT[cols]
+        Qnew = QT[cols]
         for r in range(k):
-            Pnew[:, r * d:(r + 1) * d] = 2.0 * P[r]
-            Qnew[:, r * d:(r + 1) * d] = xs[k - 1 - r]
-        QX0[cols] = Qnew.T @ X
+            Pnew[r * d:(r + 1) * d] = 2.0 * P[r].T
+            Qnew[r * d:(r + 1) * d] = xs[k - 1 - r].T
+        QX0[cols] = Qnew.astype(np.float64) @ X
         # <R, G> = 2 sum_r <P_r, R X_{k-1-r}>: one product of R with [X_1 .. X_{k-1}]
         rx = [RX0]
         if k > 1:
@@ -265,8 +267,8 @@ def a_step_lowrank(A, C, Lam1, X, k, targets, mu, work, *, max_iter=20, pgtol=1e
             rx += [prod[:, j * d:(j + 1) * d] for j in range(k - 1)]
         idx = t + 1
         gram[idx, 0] = gram[0, idx] = sum(2.0 * float(np.sum(P[r] * rx[k - 1 - r])) for r in range(k))
-        pp = Pnew.T @ Pall[:, :(t + 1) * kd]
-        qq = Qnew.T @ Qall[:, :(t + 1) * kd]
+        pp = (Pnew @ PT[:(t + 1) * kd].T).astype(np.float64)
+        qq = (Qnew @ QT[:(t + 1) * kd].T).astype(np.float64)
         blocks = (pp * qq).reshape(kd, t + 1, kd).sum(axis=(0, 2))
         gram[idx, 1:idx + 1] = blocks
         gram[1:idx + 1, idx] = blocks
@@ -282,10 +284,11 @@ def a_step_lowrank(A, C, Lam1, X, k, targets, mu, work, *, max_iter=20, pgtol=1e
         if fro <= pgtol or fro / n > pgtol:
             return fro if fro <= pgtol else fro / n
         t = n_terms[0]
-        scaled = Pall[:, :t * kd] * np.repeat(gc[1:t + 1], kd)[None, :]
+        scaled = PT[:t * kd].T.astype(np.float64) * np.repeat(gc[1:t + 1], kd)[None, :]
+        Qd = QT[:t * kd].astype(np.float64)
         worst = 0.0
         for rows in row_blocks(n):
-            blk = gc[0] * R[rows].astype(np.float64) + scaled[rows] @ Qall[:, :t * kd].T
+            blk = gc[0] * R[rows].astype(np.float64) + scaled[rows] @ Qd
             worst = max(worst, float(np.max(np.abs(blk))))
         return worst
 
@@ -361,11 +364,11 @@ def a_step_lowrank(A, C, Lam1, X, k, targets, mu, work, *, max_iter=20, pgtol=1e
     # A = A0 + x_0 R + sum_t x_t G_t, written into the buffer of R. The X_0 columns of all terms are merged.
     t = n_terms[0]
     head = (k - 1) * d
-    left = [Pall[:, s * kd:s * kd + head] * x[s + 1] for s in range(t)]
-    left.append(sum(Pall[:, s * kd + head:(s + 1) * kd] * x[s + 1] for s in range(t)))
-    right = [Qall[:, s * kd:s * kd + head] for s in range(t)] + [X]
+    left = [PT[s * kd:s * kd + head].T * x[s + 1] for s in range(t)]
+    left.append(sum(PT[s * kd + head:(s + 1) * kd].T.astype(np.float64) * x[s + 1] for s in range(t)))
+    right = [QT[s * kd:s * kd + head] for s in range(t)] + [X.T]
     U = np.hstack(left).astype(dt)
-    Vt = np.ascontiguousarray(np.hstack(right).T.astype(dt))
+    Vt = np.vstack(right).astype(dt)
     c0 = dt.type(x[0])
     for rows in row_blocks(n, elements=GEMM_BLOCK_ELEMENTS):
         blk = A[rows]

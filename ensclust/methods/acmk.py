@@ -125,8 +125,8 @@ def run_acmk(X, labels, *, lam=1.0, k=3, max_iter=50, tol=1e-5, feas_tol=1e-4, i
     ws = LBFGSWorkspace((n, n), dt, inner_memory)
     Cbuf = ws.d
     mu = float(mu0)
-    hist = {key: [] for key in ("objA", "obj6", "lagrangian", "r1", "r2", "moves", "a_iter", "w_iter",
-                                "a_value", "w_value", "alpha", "seconds")}
+    hist = {key: [] for key in ("objA", "obj6", "lagrangian", "r1", "r2", "moves", "a_iter", "w_iter", "a_eval",
+                                "w_eval", "a_value", "w_value", "alpha", "seconds")}
     converged = False
     t_start = time.perf_counter()
 
@@ -140,14 +140,14 @@ def run_acmk(X, labels, *, lam=1.0, k=3, max_iter=50, tol=1e-5, feas_tol=1e-4, i
         filter_matrix(W, Cbuf)
         targets = [F[m][labels[:, m]] for m in range(v)]
         if lowrank:  # the same L-BFGS on the low-rank form of its iterates (Cbuf is overwritten with A0)
-            a_val, a_it, _, Y = a_step_lowrank(A, Cbuf, Lam1, Xf, k, targets, mu, ws.g, max_iter=inner_iter,
+            a_val, a_it, a_ev, Y = a_step_lowrank(A, Cbuf, Lam1, Xf, k, targets, mu, ws.g, max_iter=inner_iter,
                                                pgtol=inner_pgtol, memory=inner_memory)
         else:
             J1 = ASubproblem(Xf, k, targets, Lam1, Cbuf, mu)
-            a_val, a_it, _ = solve(J1, A, box=False)
+            a_val, a_it, a_ev = solve(J1, A, box=False)
             Y = J1.powers(A)[k]
         # S2: W-step over the box 0 <= W <= 1 (S = sum alpha_m M_m of the current alpha and G)
-        w_val, w_it, _ = solve(WSubproblem(A, Lam1, S, Lam2, V, mu, lam), W, box=True)
+        w_val, w_it, w_ev = solve(WSubproblem(A, Lam1, S, Lam2, V, mu, lam), W, box=True)
         # S3: refine the bases on Y = A^k X (A from S1), Gauss-Seidel over m. T~_m G_m is formed from
         # sym(W) G_m and the contingency tables of the other bases: no n x n target matrix.
         Wsym = sym_into(W, ws.x_new)
@@ -195,6 +195,8 @@ def run_acmk(X, labels, *, lam=1.0, k=3, max_iter=50, tol=1e-5, feas_tol=1e-4, i
         hist["moves"].append(int(moves))
         hist["a_iter"].append(int(a_it))
         hist["w_iter"].append(int(w_it))
+        hist["a_eval"].append(int(a_ev))
+        hist["w_eval"].append(int(w_ev))
         hist["a_value"].append(float(a_val))
         hist["w_value"].append(float(w_val))
         hist["alpha"].append([float(a) for a in alpha])
