@@ -241,12 +241,38 @@ def a_step_lowrank(A, C, Lam1, X, k, targets, mu, work, *, max_iter=20, pgtol=1e
             xs.append((Bd @ xs[j].astype(dt)).astype(np.float64) + lowrank(c, xs[j]))
         return xs
 
+    def line_poly(c, dv):
+        """(A + t D)^j X = sum_i t^i Y[j][i] along the search line A + t D (A at ``c``, D at ``dv``; B current),
+        and R Y[j][i] for j < k. Every trial step of the backtracking search then costs O(n d k): the products
+        with n x n matrices are made once per iteration (two per level, on the stacked coefficients)."""
+        Y = [[X], [A0X0 + c[0] * RX0 + lowrank(c, X, inner=QX0), dv[0] * RX0 + lowrank(dv, X, inner=QX0)]]
+        RY = [[RX0]]
+        for j in range(2, k + 1):
+            Z = np.hstack(Y[j - 1])
+            Z32 = Z.astype(dt)
+            BZ = (Bd @ Z32).astype(np.float64)
+            RZ = (R @ Z32).astype(np.float64)
+            RY.append([RZ[:, i * d:(i + 1) * d] for i in range(j)])
+            AZ = BZ + lowrank(c, Z)
+            DZ = dv[0] * RZ + lowrank(dv, Z)
+            Y.append([AZ[:, :d]] + [AZ[:, i * d:(i + 1) * d] + DZ[:, (i - 1) * d:i * d] for i in range(1, j)]
+                     + [DZ[:, (j - 1) * d:]])
+        return Y, RY
+
+    def horner(coefs, t):
+        out = coefs[-1].copy()
+        for blk in reversed(coefs[:-1]):
+            out *= t
+            out += blk
+        return out
+
     def value(c, xs):
         fit = float(sum(np.sum((xs[k] - T) ** 2) for T in targets))
         return fit + 0.5 * mu * float(c @ gram @ c) + const
 
-    def add_term(c, xs):
-        """Store G = 2 sum_r P_r X_{k-1-r}^T at the point c (Eq. 10) as a new basis term; returns its index."""
+    def add_term(c, xs, rx=None):
+        """Store G = 2 sum_r P_r X_{k-1-r}^T at the point c (Eq. 10) as a new basis term; returns its index.
+        ``rx`` = [R X_0, .., R X_{k-1}] when known (B = A0 + c_0 R must be current)."""
         P = [v * xs[k] - tsum]
         for _ in range(1, k):
             # A^T P = (P^T B)^T + low-rank part (the P^T B form is the faster GEMM for a thin P)
@@ -261,10 +287,11 @@ def a_step_lowrank(A, C, Lam1, X, k, targets, mu, work, *, max_iter=20, pgtol=1e
             Qnew[r * d:(r + 1) * d] = xs[k - 1 - r].T
         QX0[cols] = Qnew.astype(np.float64) @ X
         # <R, G> = 2 sum_r <P_r, R X_{k-1-r}>: one product of R with [X_1 .. X_{k-1}]
-        rx = [RX0]
-        if k > 1:
-            prod = (R @ np.hstack(xs[1:k]).astype(dt)).astype(np.float64)
-            rx += [prod[:, j * d:(j + 1) * d] for j in range(k - 1)]
+        if rx is None:
+            rx = [RX0]
+            if k > 1:
+                prod = (R @ np.hstack(xs[1:k]).astype(dt)).astype(np.float64)
+                rx += [prod[:, j * d:(j + 1) * d] for j in range(k - 1)]
         idx = t + 1
         gram[idx, 0] = gram[0, idx] = sum(2.0 * float(np.sum(P[r] * rx[k - 1 - r])) for r in range(k))
         pp = (Pnew @ PT[:(t + 1) * kd].T).astype(np.float64)
@@ -331,11 +358,12 @@ def a_step_lowrank(A, C, Lam1, X, k, targets, mu, work, *, max_iter=20, pgtol=1e
                 break
         step = 1.0 if hist else min(1.0, 1.0 / max(np.sqrt(max(dot(dvec, dvec), 0.0)), 1e-300))
         accepted = False
+        set_b(x[0])
+        Y, RY = line_poly(x, dvec)
         for _ in range(max_backtracks):
             x_new = x + step * dvec
-            set_b(x_new[0])
-            xs_new = powers(x_new)
-            f_new = value(x_new, xs_new)
+            xk = horner(Y[k], step)
+            f_new = value(x_new, [None] * k + [xk])
             n_eval += 1
             if np.isfinite(f_new) and f_new <= f + c1 * step * gd:
                 accepted = True
@@ -343,7 +371,9 @@ def a_step_lowrank(A, C, Lam1, X, k, targets, mu, work, *, max_iter=20, pgtol=1e
             step *= 0.5
         if not accepted:
             break
-        idx = add_term(x_new, xs_new)
+        xs_new = [horner(Y[j], step) for j in range(k)] + [xk]
+        set_b(x_new[0])
+        idx = add_term(x_new, xs_new, [horner(RY[j], step) for j in range(k)])
         g_new = mu * x_new
         g_new[idx] += 1.0
         if n_slots:

@@ -22,10 +22,15 @@ relatively and both primal residuals are < 1e-4 (A6); mu_max = 1e6 (A7); sequent
 clusters, stale centroids (A8); c_m = the member's own number of clusters (A9); final SC = NJW on
 sym(W) with 10 k-means restarts, final KM = k-means (10 restarts) on C(sym W)^k X (A10).
 
-Memory/speed (issue #8): the n x n state (A, W, V, Lam1, Lam2, S, C(W)) and the quasi-Newton history are
-float32 by default (``dtype``); X enters only through A^j X with small d (X is replaced by U Sigma when
-d > n, spec 3.0, exact); n x n passes run on row blocks; the quasi-Newton buffers are preallocated once,
-shared by S1 and S2 and reused as scratch by S3; S = sum alpha_m M_m is rebuilt by one GEMM per row block.
+Memory/speed: the n x n state (A, W, V, Lam1, Lam2, S) and the quasi-Newton buffers are float32 by default
+(``dtype``); X enters only through A^j X (X is replaced by U Sigma when d > n, spec 3.0, exact). When k d is
+small next to n (Pendigit) the A-step runs the same L-BFGS on the low-rank form of its iterates
+(``a_step_lowrank``: A0 + c R + a combination of the rank-kd gradients of Eq. 10), which needs products of
+n x d blocks only and no n x n pass per iteration. The G-step never forms its n x n target (T~_m G_m from
+sym(W) [G_1..G_v] and contingency tables) and <W, M_m> is one product with [G_1..G_v]. The W-step's
+quasi-Newton history is allocated on first use, so a solve holds only the pairs it needs; its four other
+buffers double as C(W) / A0, the low-rank A-step's dense part and sym(W) outside the W-step.
+Measurements: results/bench/acmk_s6/README.md.
 
 The base centroids F_m are not passed by the runner (only the labels are): they are recomputed as the
 cluster means of X, which is what Lloyd's K-means returns at convergence (spec O12 relies on the same fact).
