@@ -134,15 +134,20 @@ def test_o2_k1_closed_form_equals_quasi_newton_minimiser(form):
     assert np.linalg.norm(A - closed) / np.linalg.norm(closed) < 1e-6
 
 
-@pytest.mark.parametrize("seed,n,d,k,iters", [(0, 40, 3, 3, 20), (1, 60, 2, 2, 20), (3, 50, 3, 3, 5)])
-def test_lowrank_a_step_follows_the_dense_l_bfgs(seed, n, d, k, iters):
-    """The low-rank A-step takes the dense solver's steps: same iterates, values and counts (float64)."""
+@pytest.mark.parametrize("seed,n,d,k,iters,scale", [(0, 40, 3, 3, 20, 1.0), (1, 60, 2, 2, 20, 1.0),
+                                                    (3, 50, 3, 3, 5, 1.0), (4, 40, 3, 3, 20, 10.0)])
+def test_lowrank_a_step_follows_the_dense_l_bfgs(seed, n, d, k, iters, scale):
+    """The low-rank A-step takes the dense solver's steps: same iterates, values and counts (float64).
+    With scale 10 the search backtracks (24 evaluations for 20 iterations): the polynomial trials are covered."""
     p = _instance(seed, n=n, d=d, v=4, c=3, k=k)
+    X = p["X"] * scale
+    targets = p["targets"] if scale == 1.0 else [cluster_means(X, p["labels"][:, m], 3)[p["labels"][:, m]]
+                                                 for m in range(4)]
     C, mu = filter_matrix(p["W"]), 1.3
     A1, A2 = p["A"].copy(), p["A"].copy()
-    J1 = ASubproblem(p["X"], k, p["targets"], p["L1"], C, mu)
+    J1 = ASubproblem(X, k, targets, p["L1"], C, mu)
     f1, it1, ne1 = lbfgs_minimize(J1, A1, LBFGSWorkspace(A1.shape, A1.dtype, 5), max_iter=iters)
-    f2, it2, ne2, Y = a_step_lowrank(A2, C.copy(), p["L1"], p["X"], k, p["targets"], mu, np.empty_like(A2),
+    f2, it2, ne2, Y = a_step_lowrank(A2, C.copy(), p["L1"], X, k, targets, mu, np.empty_like(A2),
                                      max_iter=iters)
     assert (it1, ne1) == (it2, ne2)
     assert f2 == pytest.approx(f1, rel=1e-10)

@@ -357,23 +357,34 @@ def a_step_lowrank(A, C, Lam1, X, k, targets, mu, work, *, max_iter=20, pgtol=1e
             if not gd < 0:
                 break
         step = 1.0 if hist else min(1.0, 1.0 / max(np.sqrt(max(dot(dvec, dvec), 0.0)), 1e-300))
+        # Backtracking: the first trial is evaluated directly (k - 1 products); after a rejection the
+        # remaining trials use the polynomial in the step (line_poly), whose products are made once.
         accepted = False
-        set_b(x[0])
-        Y, RY = line_poly(x, dvec)
+        Y = RY = None
         for _ in range(max_backtracks):
             x_new = x + step * dvec
-            xk = horner(Y[k], step)
-            f_new = value(x_new, [None] * k + [xk])
+            if Y is None:
+                set_b(x_new[0])
+                xs_new = powers(x_new)
+            else:
+                xs_new = [None] * k + [horner(Y[k], step)]
+            f_new = value(x_new, xs_new)
             n_eval += 1
             if np.isfinite(f_new) and f_new <= f + c1 * step * gd:
                 accepted = True
                 break
             step *= 0.5
+            if Y is None:
+                set_b(x[0])
+                Y, RY = line_poly(x, dvec)
         if not accepted:
             break
-        xs_new = [horner(Y[j], step) for j in range(k)] + [xk]
-        set_b(x_new[0])
-        idx = add_term(x_new, xs_new, [horner(RY[j], step) for j in range(k)])
+        if Y is None:
+            idx = add_term(x_new, xs_new)
+        else:
+            xs_new = [horner(Y[j], step) for j in range(k)] + xs_new[k:]
+            set_b(x_new[0])
+            idx = add_term(x_new, xs_new, [horner(RY[j], step) for j in range(k)])
         g_new = mu * x_new
         g_new[idx] += 1.0
         if n_slots:
