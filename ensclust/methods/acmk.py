@@ -125,10 +125,11 @@ def run_acmk(X, labels, *, lam=1.0, k=3, max_iter=50, tol=1e-5, feas_tol=1e-4, i
     Lam2 = np.zeros((n, n), dtype=dt)
     A = filter_matrix(W, np.empty((n, n), dtype=dt))
     lowrank = lowrank_a_step_pays(n, Xf.shape[1], k)
-    # the quasi-Newton buffers double as C(W) / A0 (ws.d), B of the low-rank A-step (ws.g) and sym(W)
-    # (ws.x_new) outside the W-step, which needs none of them
+    # the quasi-Newton buffers double as sym(W) (ws.x_new) outside the solvers and, with the low-rank A-step
+    # (which uses no quasi-Newton buffer), as C(W) / A0 (ws.d) and its B (ws.g); the dense A-step runs
+    # lbfgs_minimize on ws while it reads C(W), which then needs its own buffer
     ws = LBFGSWorkspace((n, n), dt, inner_memory)
-    Cbuf = ws.d
+    Cbuf = ws.d if lowrank else np.empty((n, n), dtype=dt)
     mu = float(mu0)
     hist = {key: [] for key in ("objA", "obj6", "lagrangian", "r1", "r2", "moves", "a_iter", "w_iter", "a_eval",
                                 "w_eval", "a_value", "w_value", "alpha", "seconds")}
