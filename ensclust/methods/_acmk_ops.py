@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 
-#: elements per row block of an n x n pass (256 KB in float32). The W-step chains about 25 element-wise
-#: operations per block; blocks that stay in the core's L2 cache made one evaluation 1.8x faster than 4 MB
-#: blocks (n = 3000, one BLAS thread).
-BLOCK_ELEMENTS = 1 << 16
+#: elements per row block of an n x n pass (4 MB in float32). 256 KB blocks (L2-resident) made one W-step
+#: evaluation 1.8x faster at n = 3000, but they change the float32 summation order of the block-wise inner
+#: products, and that alone changes the labels of a 50-iteration run (pendigits n = 1000: ARI 0.547 ->
+#: 0.532, results/bench/acmk_s6/README.md); the W-step is a small share of a solve, so the labels win.
+BLOCK_ELEMENTS = 1 << 20
 #: degree guard of spec S2 ("deg_i >= 1e-12")
 DEG_FLOOR = 1e-12
 
