@@ -11,6 +11,7 @@ from ensclust.methods._acmk_ops import (
     ASubproblem,
     LBFGSWorkspace,
     WSubproblem,
+    a_step_lowrank,
     apply_filter,
     cluster_means,
     coassoc_inner,
@@ -18,7 +19,6 @@ from ensclust.methods._acmk_ops import (
     filter_matrix,
     lbfgs_minimize,
     refine_sweep,
-    scipy_lbfgsb_minimize,
     v_step,
 )
 from ensclust.methods.acmk import compress_features, run_acmk, weighted_coassociation
@@ -117,20 +117,42 @@ def test_o1_w_step_gradient_matches_finite_differences_and_paper_eq12():
 
 
 # ---- O2: closed form of the A-step for k = 1 ----------------------------------------------------------------
-@pytest.mark.parametrize("solver", ["lbfgs", "scipy"])
-def test_o2_k1_closed_form_equals_quasi_newton_minimiser(solver):
+@pytest.mark.parametrize("form", ["dense", "lowrank"])
+def test_o2_k1_closed_form_equals_quasi_newton_minimiser(form):
     p = _instance(seed=2, k=1)
     X, v, mu = p["X"], p["v"], 2.0
     C = filter_matrix(p["W"])
     B = sum(X @ T.T for T in p["targets"])
     closed = (2 * B.T - p["L1"] + mu * C) @ np.linalg.inv(2 * v * X @ X.T + mu * np.eye(X.shape[0]))
-    J1 = ASubproblem(X, 1, p["targets"], p["L1"], C, mu)
     A = C.copy()
-    if solver == "lbfgs":
+    if form == "dense":
+        J1 = ASubproblem(X, 1, p["targets"], p["L1"], C, mu)
         lbfgs_minimize(J1, A, LBFGSWorkspace(A.shape, A.dtype, 10), max_iter=500, pgtol=1e-10, ftol=0)
     else:
-        scipy_lbfgsb_minimize(J1, A, max_iter=500, pgtol=1e-10, memory=10)
+        a_step_lowrank(A, C.copy(), p["L1"], X, 1, p["targets"], mu, np.empty_like(A), max_iter=200, pgtol=1e-10,
+                       memory=10, ftol=0)
     assert np.linalg.norm(A - closed) / np.linalg.norm(closed) < 1e-6
+
+
+@pytest.mark.parametrize("seed,n,d,k,iters,scale", [(0, 40, 3, 3, 20, 1.0), (1, 60, 2, 2, 20, 1.0),
+                                                    (3, 50, 3, 3, 5, 1.0), (4, 40, 3, 3, 20, 10.0)])
+def test_lowrank_a_step_follows_the_dense_l_bfgs(seed, n, d, k, iters, scale):
+    """The low-rank A-step takes the dense solver's steps: same iterates, values and counts (float64).
+    With scale 10 the search backtracks (24 evaluations for 20 iterations): the polynomial trials are covered."""
+    p = _instance(seed, n=n, d=d, v=4, c=3, k=k)
+    X = p["X"] * scale
+    targets = p["targets"] if scale == 1.0 else [cluster_means(X, p["labels"][:, m], 3)[p["labels"][:, m]]
+                                                 for m in range(4)]
+    C, mu = filter_matrix(p["W"]), 1.3
+    A1, A2 = p["A"].copy(), p["A"].copy()
+    J1 = ASubproblem(X, k, targets, p["L1"], C, mu)
+    f1, it1, ne1 = lbfgs_minimize(J1, A1, LBFGSWorkspace(A1.shape, A1.dtype, 5), max_iter=iters)
+    f2, it2, ne2, Y = a_step_lowrank(A2, C.copy(), p["L1"], X, k, targets, mu, np.empty_like(A2),
+                                     max_iter=iters)
+    assert (it1, ne1) == (it2, ne2)
+    assert f2 == pytest.approx(f1, rel=1e-10)
+    assert np.abs(A1 - A2).max() < 1e-9
+    assert np.abs(Y - J1.powers(A1)[k]).max() < 1e-8
 
 
 # ---- O3 / O4 / O11: the filter -------------------------------------------------------------------------------
@@ -222,6 +244,22 @@ def test_alpha_qp_is_the_simplex_minimiser_even_with_singular_h():
 
 
 # ---- O7 / O8: the base refinement ------------------------------------------------------------------------
+def _plain_sweep(lab, F, Y, T, lam, am):
+    """The G-step of spec S3 on a dense symmetric target T, written plainly (reference for refine_sweep)."""
+    c = F.shape[0]
+    for i in range(len(lab)):
+        a = lab[i]
+        if np.sum(lab == a) <= 1:
+            continue
+        cost = np.array([np.sum((Y[i] - F[j]) ** 2)
+                         - 4 * lam * am * sum(T[i, l] for l in range(len(lab)) if l != i and lab[l] == j)
+                         + 2 * lam * am ** 2 * np.sum((lab == j) & (np.arange(len(lab)) != i)) for j in range(c)])
+        b = int(np.argmin(cost))
+        if b != a and cost[b] < cost[a]:
+            lab[i] = b
+    return lab
+
+
 def _refine_objective(Y, F, labels_m, Tm, lam, am):
     G = np.eye(F.shape[0])[labels_m]
     return np.sum((Y - G @ F) ** 2) + lam * np.sum((Tm - am * G @ G.T) ** 2)
@@ -253,7 +291,13 @@ def test_o7_refinement_sweep_cost_and_monotonicity(literal):
         change = _refine_objective(Y, F, moved, Tm, lam, alpha[m]) - base
         assert change == pytest.approx(cost[j] - cost[a_old], abs=1e-9)
     before = _refine_objective(Y, F, lab, Tm, lam, alpha[m])
-    n_moves = refine_sweep(lab, F, Y, Ts, lam, alpha[m])
+    Wsym = (W + W.T) / 2
+    work = labels.copy()
+    n_moves = refine_sweep(work, m, F, Y, Wsym, Wsym @ np.eye(c)[lab], alpha, lam, literal)
+    # the sweep never forms T: it equals the plain sweep on the dense T (rows in order, same tie rule)
+    assert np.array_equal(work[:, m], _plain_sweep(lab.copy(), F, Y, Ts, lam, alpha[m]))
+    assert np.array_equal(np.delete(work, m, axis=1), np.delete(labels, m, axis=1))
+    lab = work[:, m]
     after = _refine_objective(Y, F, lab, Tm, lam, alpha[m])
     assert n_moves > 0 and after <= before + 1e-9
     assert np.all(np.bincount(lab, minlength=c) > 0)
@@ -267,9 +311,9 @@ def test_o7_refinement_sweep_cost_and_monotonicity(literal):
 def test_refinement_never_empties_a_cluster():
     Y = np.array([[0.0], [0.1], [0.2], [10.0]])
     F = np.array([[0.1], [100.0]])  # cluster 1 (only row 3) is far from its centroid
-    lab = np.array([0, 0, 0, 1])
-    refine_sweep(lab, F, Y, np.zeros((4, 4)), 1.0, 0.5)
-    assert lab[3] == 1
+    lab = np.array([[0, 0], [0, 0], [0, 0], [1, 1]])
+    refine_sweep(lab, 0, F, Y, np.zeros((4, 4)), np.zeros((4, 2)), np.array([0.5, 0.5]), 1.0)
+    assert lab[3, 0] == 1
 
 
 # ---- O9 / O10: V-step and block monotonicity ---------------------------------------------------------------
@@ -286,8 +330,8 @@ def test_o9_v_step_is_the_symmetric_projection():
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-@pytest.mark.parametrize("solver", ["lbfgs", "scipy"])
-def test_o10_a_and_w_steps_decrease_their_subproblems_and_w_stays_in_the_box(solver, dtype):
+@pytest.mark.parametrize("form", ["dense", "lowrank"])
+def test_o10_a_and_w_steps_decrease_their_subproblems_and_w_stays_in_the_box(form, dtype):
     p = _instance(seed=8, n=25, d=4, v=3, c=3)
     cast = {key: (val.astype(dtype) if isinstance(val, np.ndarray) and val.ndim == 2 and val.shape[0] == val.shape[1]
                   else val) for key, val in p.items()}
@@ -296,30 +340,37 @@ def test_o10_a_and_w_steps_decrease_their_subproblems_and_w_stays_in_the_box(sol
     A = C.copy()
     ws = LBFGSWorkspace(A.shape, A.dtype, 5)
     start = J1(A, np.empty_like(A))
-    if solver == "lbfgs":
+    if form == "dense":
         end = lbfgs_minimize(J1, A, ws)[0]
     else:
-        end = scipy_lbfgsb_minimize(J1, A)[0]
+        end = a_step_lowrank(A, C.copy(), cast["L1"], p["X"], 3, p["targets"], 1.0, ws.g)[0]
     assert end < start and J1(A, np.empty_like(A)) == pytest.approx(end, rel=1e-5)
     J2 = WSubproblem(A, cast["L1"], cast["S"], cast["L2"], cast["V"], 1.0, 0.5)
     W = np.clip(cast["W"], 0, 1)
     start = J2(W, np.empty_like(W))
-    if solver == "lbfgs":
-        end = lbfgs_minimize(J2, W, ws, lower=0.0, upper=1.0)[0]
-    else:
-        end = scipy_lbfgsb_minimize(J2, W, lower=0.0, upper=1.0)[0]
+    end = lbfgs_minimize(J2, W, ws, lower=0.0, upper=1.0)[0]
     assert end < start and W.min() >= 0 and W.max() <= 1
     assert J2(W, np.empty_like(W)) == pytest.approx(end, rel=1e-5)
 
 
 def test_own_bounded_solver_matches_scipy_l_bfgs_b():
+    from scipy.optimize import minimize
+
     p = _instance(seed=9, n=20)
     J2 = WSubproblem(p["A"], p["L1"], p["S"], p["L2"], p["V"], 1.0, 0.5)
-    W1, W2 = np.clip(p["W"], 0, 1), np.clip(p["W"], 0, 1)
+    W1 = np.clip(p["W"], 0, 1)
     f1 = lbfgs_minimize(J2, W1, LBFGSWorkspace(W1.shape, W1.dtype, 5), max_iter=200, pgtol=1e-6, ftol=0,
                         lower=0.0, upper=1.0)[0]
-    f2 = scipy_lbfgsb_minimize(J2, W2, max_iter=200, pgtol=1e-6, lower=0.0, upper=1.0)[0]
-    assert f1 == pytest.approx(f2, rel=1e-8)
+    buf = np.empty_like(W1)
+
+    def fun(flat):
+        val = J2(flat.reshape(W1.shape), buf)
+        return val, buf.ravel().copy()
+
+    res = minimize(fun, np.clip(p["W"], 0, 1).ravel(), jac=True, method="L-BFGS-B", bounds=[(0.0, 1.0)] * W1.size,
+                   options={"maxiter": 200, "maxcor": 5, "gtol": 1e-6})
+    W2 = res.x.reshape(W1.shape)
+    assert f1 == pytest.approx(res.fun, rel=1e-8)
     assert np.abs(W1 - W2).max() < 1e-5
     g = np.empty_like(W1)
     J2(W1, g)
@@ -387,7 +438,7 @@ def test_deterministic_and_solver_options():
     X, members, y = _four_blobs(seed=3, n=100)
     runs = [get_method("acmk-sc", max_iter=3).fit_predict(members, 4, X=X, random_state=5) for _ in range(2)]
     assert np.array_equal(runs[0], runs[1])
-    for extra in ({"inner_solver": "scipy", "dtype": "float64", "inner_iter": 5}, {"g_step": "paper_literal"},
+    for extra in ({"dtype": "float64", "inner_iter": 5}, {"g_step": "paper_literal"},
                   {"recompute_f": True}, {"k": 1}):
         labels = get_method("acmk-km", max_iter=3, **extra).fit_predict(members, 4, X=X, random_state=5)
         assert acc(y, labels) > 0.9, extra
@@ -451,3 +502,18 @@ def test_method_properties(name, params):
     # are held to 0.85 (checked: they return ARI 0.873); acmk-fix uses the planted ensemble and keeps 0.9.
     min_ari = 0.9 if name == "acmk-fix" else 0.85
     check_method_properties(name, params, min_ari=min_ari)
+
+
+def test_run_acmk_same_with_the_dense_and_the_low_rank_a_step(monkeypatch):
+    """The two forms of the A-step give the same ADMM run (float64): objective history and refined labels."""
+    import ensclust.methods.acmk as acmk_mod
+
+    X, members, _ = _four_blobs(seed=4, n=80)
+    runs = []
+    for form in (False, True):
+        monkeypatch.setattr(acmk_mod, "lowrank_a_step_pays", lambda n, d, k, form=form: form)
+        runs.append(run_acmk(X, members, max_iter=4, dtype="float64"))
+    dense, low = runs
+    assert np.allclose(dense["history"]["objA"], low["history"]["objA"], rtol=1e-8)
+    assert np.array_equal(dense["labels"], low["labels"])
+    assert np.abs(dense["W"] - low["W"]).max() < 1e-8

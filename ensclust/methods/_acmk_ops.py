@@ -13,16 +13,25 @@ from __future__ import annotations
 
 import numpy as np
 
-#: elements per row block of an n x n pass (4 MB in float32: large enough for BLAS, small enough for cache)
+#: elements per row block of an n x n pass (4 MB in float32). 256 KB blocks (L2-resident) made one W-step
+#: evaluation 1.8x faster at n = 3000, but they change the float32 summation order of the block-wise inner
+#: products, and that alone changes the labels of a 50-iteration run (pendigits n = 1000: ARI 0.547 ->
+#: 0.532, results/bench/acmk_s6/README.md); the W-step is a small share of a solve, so the labels win.
 BLOCK_ELEMENTS = 1 << 20
 #: degree guard of spec S2 ("deg_i >= 1e-12")
 DEG_FLOOR = 1e-12
 
 
-def row_blocks(n: int, ncols: int | None = None):
-    """Yield ``slice`` objects covering rows 0..n-1 with about BLOCK_ELEMENTS entries each."""
+#: elements per row block of a blocked matrix product (products want taller blocks than element-wise passes)
+GEMM_BLOCK_ELEMENTS = 1 << 22
+#: elements per row block of a pass that reads the transposed block W[:, rows] (wide enough column strips)
+TRANSPOSE_BLOCK_ELEMENTS = 1 << 20
+
+
+def row_blocks(n: int, ncols: int | None = None, elements: int | None = None):
+    """Yield ``slice`` objects covering rows 0..n-1 with about ``elements`` (BLOCK_ELEMENTS) entries each."""
     ncols = n if ncols is None else ncols
-    step = max(1, BLOCK_ELEMENTS // max(1, ncols))
+    step = max(1, (BLOCK_ELEMENTS if elements is None else elements) // max(1, ncols))
     for start in range(0, n, step):
         yield slice(start, min(n, start + step))
 
@@ -66,7 +75,7 @@ def sym_into(W: np.ndarray, out: np.ndarray) -> np.ndarray:
     """(W + W^T)/2 into ``out`` (block-wise; ``out`` must not alias ``W``)."""
     n = W.shape[0]
     half = W.dtype.type(0.5)
-    for rows in row_blocks(n):
+    for rows in row_blocks(n, elements=TRANSPOSE_BLOCK_ELEMENTS):
         blk = out[rows]
         np.add(W[rows], W[:, rows].T, out=blk)
         blk *= half
@@ -89,7 +98,7 @@ def apply_filter(W: np.ndarray, X: np.ndarray, k: int, *, symmetrize: bool = Fal
     for _ in range(k):
         Z = (s[:, None] * Y).astype(W.dtype)
         WZ = np.empty((n, Y.shape[1]), dtype=np.float64)
-        for rows in row_blocks(n):
+        for rows in row_blocks(n, elements=GEMM_BLOCK_ELEMENTS):
             prod = W[rows] @ Z
             if symmetrize:
                 prod = 0.5 * (prod + W[:, rows].T @ Z)
@@ -147,6 +156,268 @@ class ASubproblem:
             diff += self.Lam1[rows]
             grad[rows] += diff
         return value
+
+
+def lowrank_a_step_pays(n: int, d: int, k: int) -> bool:
+    """Whether :func:`a_step_lowrank` is cheaper than dense L-BFGS on A: its iterates carry k d columns per
+    accepted step, which beats n x n passes only when k d is small next to n (Pendigit: 48 vs 10992)."""
+    return 4 * k * d <= n
+
+
+def a_step_lowrank(A, C, Lam1, X, k, targets, mu, work, *, max_iter=20, pgtol=1e-3, memory=5, ftol=2.2e-9,
+                   c1=1e-4, max_backtracks=30):
+    """The A-step (S1) by the L-BFGS of :func:`lbfgs_minimize`, run on a low-rank representation of its iterates.
+
+    With A0 = C - Lam1/mu, J1(A) = fit(A) + mu/2 ||A - A0||^2 + <C, Lam1> - ||Lam1||^2/(2 mu), and the gradient
+    is G(A) + mu (A - A0) where G(A) = 2 sum_r P_r X_{k-1-r}^T (Eq. 10) has rank <= k d. Starting from
+    A = A0 + R (R = A_start - A0, the warm start), every L-BFGS vector (iterate - A0, gradient, s, y, direction)
+    is therefore a combination of R and of the terms G_t at the accepted points: the solver runs on those
+    coefficients with the Gram matrix of the basis (inner products of the n x kd factors), and an evaluation
+    needs only products of n x d blocks with B = A0 + c_0 R (kept dense in ``work``, rebuilt in one pass
+    when c_0 changes) and, at an accepted point, with R - no other n x n pass. In exact arithmetic the
+    iterates, values, step lengths and stopping decisions are those of the dense solver (same two-loop
+    recursion, history ``memory``, Armijo backtracking, pgtol on the infinity norm of the gradient, ftol);
+    a test checks the two against each other.
+
+    ``A`` (the warm start, updated in place with the solution) and ``C`` (overwritten with A0) are n x n;
+    ``work`` is an n x n scratch buffer; ``targets`` are the v matrices G_m F_m (n x d). Returns
+    ``(value, n_iter, n_eval, Y)`` with Y = A^k X at the solution (float64).
+    """
+    n, dt = A.shape[0], A.dtype
+    X = np.asarray(X, dtype=np.float64)
+    d = X.shape[1]
+    v = len(targets)
+    tsum = np.sum(targets, axis=0)
+    kd = k * d
+    const = 0.0
+    rr = 0.0
+    inv_mu = dt.type(1.0 / mu)
+    for rows in row_blocks(n):
+        Lb = Lam1[rows]
+        const += float(np.dot(C[rows].ravel(), Lb.ravel()))
+        const -= float(np.dot(Lb.ravel(), Lb.ravel())) / (2.0 * mu)
+        np.copyto(work[rows], A[rows])  # B = A0 + 1 R = the warm start
+        C[rows] -= Lb * inv_mu
+        A[rows] -= C[rows]
+        rr += float(np.dot(A[rows].ravel(), A[rows].ravel()))
+    A0, R, Bd = C, A, work  # the buffers now hold A0, R and B
+    b0 = [1.0]
+    X32 = X.astype(dt)
+    A0X0 = (A0 @ X32).astype(np.float64)
+    RX0 = (R @ X32).astype(np.float64)
+
+    cap = max_iter + 2  # basis: R and one term per accepted evaluation (the start included)
+    # the factors of the terms, stored transposed (rows t kd .. (t+1) kd - 1 hold P_t^T and Q_t^T) in the
+    # dtype of the state: the dense solver's gradients and inner products are in that precision too
+    PT = np.zeros((cap * kd, n), dtype=dt)
+    QT = np.zeros((cap * kd, n), dtype=dt)
+    QX0 = np.zeros((cap * kd, d))  # Q_t^T X_0 of every term (the first power reuses it)
+    gram = np.zeros((cap, cap))
+    gram[0, 0] = rr
+    n_terms = [0]
+
+    def set_b(c0):
+        """B = A0 + c0 R (rebuilt from A0 and R, so that no rounding accumulates)."""
+        if c0 != b0[0]:
+            c = dt.type(c0)
+            for rows in row_blocks(n):
+                np.multiply(R[rows], c, out=Bd[rows])
+                Bd[rows] += A0[rows]
+            b0[0] = c0
+
+    def lowrank(c, Z, transpose=False, inner=None):
+        """sum_t c_t P_t Q_t^T Z (or the transpose applied to Z) over the stored terms."""
+        t = n_terms[0]
+        if t == 0:
+            return 0.0
+        left, right = (QT, PT) if transpose else (PT, QT)
+        inner = (right[:t * kd] @ Z.astype(dt)).astype(np.float64) if inner is None else inner[:t * kd].copy()
+        inner *= np.repeat(c[1:t + 1], kd)[:, None]
+        return (left[:t * kd].T @ inner.astype(dt)).astype(np.float64)
+
+    def powers(c):
+        """[X, A X, .., A^k X] at A = A0 + c_0 R + sum_t c_t G_t (B = A0 + c_0 R must be current)."""
+        xs = [X, A0X0 + c[0] * RX0 + lowrank(c, X, inner=QX0)]
+        for j in range(1, k):
+            xs.append((Bd @ xs[j].astype(dt)).astype(np.float64) + lowrank(c, xs[j]))
+        return xs
+
+    def line_poly(c, dv):
+        """(A + t D)^j X = sum_i t^i Y[j][i] along the search line A + t D (A at ``c``, D at ``dv``; B current),
+        and R Y[j][i] for j < k. Every trial step of the backtracking search then costs O(n d k): the products
+        with n x n matrices are made once per iteration (two per level, on the stacked coefficients)."""
+        Y = [[X], [A0X0 + c[0] * RX0 + lowrank(c, X, inner=QX0), dv[0] * RX0 + lowrank(dv, X, inner=QX0)]]
+        RY = [[RX0]]
+        for j in range(2, k + 1):
+            Z = np.hstack(Y[j - 1])
+            Z32 = Z.astype(dt)
+            BZ = (Bd @ Z32).astype(np.float64)
+            RZ = (R @ Z32).astype(np.float64)
+            RY.append([RZ[:, i * d:(i + 1) * d] for i in range(j)])
+            AZ = BZ + lowrank(c, Z)
+            DZ = dv[0] * RZ + lowrank(dv, Z)
+            Y.append([AZ[:, :d]] + [AZ[:, i * d:(i + 1) * d] + DZ[:, (i - 1) * d:i * d] for i in range(1, j)]
+                     + [DZ[:, (j - 1) * d:]])
+        return Y, RY
+
+    def horner(coefs, t):
+        out = coefs[-1].copy()
+        for blk in reversed(coefs[:-1]):
+            out *= t
+            out += blk
+        return out
+
+    def value(c, xs):
+        fit = float(sum(np.sum((xs[k] - T) ** 2) for T in targets))
+        return fit + 0.5 * mu * float(c @ gram @ c) + const
+
+    def add_term(c, xs, rx=None):
+        """Store G = 2 sum_r P_r X_{k-1-r}^T at the point c (Eq. 10) as a new basis term; returns its index.
+        ``rx`` = [R X_0, .., R X_{k-1}] when known (B = A0 + c_0 R must be current)."""
+        P = [v * xs[k] - tsum]
+        for _ in range(1, k):
+            # A^T P = (P^T B)^T + low-rank part (the P^T B form is the faster GEMM for a thin P)
+            prod = np.ascontiguousarray(P[-1].T.astype(dt)) @ Bd
+            P.append(prod.T.astype(np.float64) + lowrank(c, P[-1], transpose=True))
+        t = n_terms[0]
+        cols = slice(t * kd, (t + 1) * kd)
+        Pnew = PT[cols]
+        Qnew = QT[cols]
+        for r in range(k):
+            Pnew[r * d:(r + 1) * d] = 2.0 * P[r].T
+            Qnew[r * d:(r + 1) * d] = xs[k - 1 - r].T
+        QX0[cols] = Qnew.astype(np.float64) @ X
+        # <R, G> = 2 sum_r <P_r, R X_{k-1-r}>: one product of R with [X_1 .. X_{k-1}]
+        if rx is None:
+            rx = [RX0]
+            if k > 1:
+                prod = (R @ np.hstack(xs[1:k]).astype(dt)).astype(np.float64)
+                rx += [prod[:, j * d:(j + 1) * d] for j in range(k - 1)]
+        idx = t + 1
+        gram[idx, 0] = gram[0, idx] = sum(2.0 * float(np.sum(P[r] * rx[k - 1 - r])) for r in range(k))
+        pp = (Pnew @ PT[:(t + 1) * kd].T).astype(np.float64)
+        qq = (Qnew @ QT[:(t + 1) * kd].T).astype(np.float64)
+        blocks = (pp * qq).reshape(kd, t + 1, kd).sum(axis=(0, 2))
+        gram[idx, 1:idx + 1] = blocks
+        gram[1:idx + 1, idx] = blocks
+        n_terms[0] = idx
+        return idx
+
+    def dot(a, b):
+        return float(a @ gram @ b)
+
+    def grad_inf(gc):
+        """||gradient||_inf: bounded by the Frobenius norm from both sides; formed block-wise only if needed."""
+        fro = np.sqrt(max(dot(gc, gc), 0.0))
+        if fro <= pgtol or fro / n > pgtol:
+            return fro if fro <= pgtol else fro / n
+        t = n_terms[0]
+        scaled = PT[:t * kd].T.astype(np.float64) * np.repeat(gc[1:t + 1], kd)[None, :]
+        Qd = QT[:t * kd].astype(np.float64)
+        worst = 0.0
+        for rows in row_blocks(n):
+            blk = gc[0] * R[rows].astype(np.float64) + scaled[rows] @ Qd
+            worst = max(worst, float(np.max(np.abs(blk))))
+        return worst
+
+    # the start: x = A0 + R, gradient G_0 + mu R
+    x = np.zeros(cap)
+    x[0] = 1.0
+    xs = powers(x)
+    f = value(x, xs)
+    idx = add_term(x, xs)
+    g = mu * x
+    g[idx] += 1.0
+    n_eval = 1
+    hist = []          # (s, y, rho), oldest first, coefficient vectors
+    n_slots = memory   # free history slots (the dense solver's free_slots)
+    n_iter = 0
+    for n_iter in range(1, max_iter + 1):
+        if grad_inf(g) <= pgtol:
+            n_iter -= 1
+            break
+        dvec = g.copy()
+        alphas = []
+        for s_i, y_i, rho in reversed(hist):
+            a = rho * dot(s_i, dvec)
+            alphas.append(a)
+            dvec -= a * y_i
+        if hist:
+            s_i, y_i, rho = hist[-1]
+            dvec *= 1.0 / (rho * dot(y_i, y_i))
+        for (s_i, y_i, rho), a in zip(hist, reversed(alphas), strict=True):
+            b = rho * dot(y_i, dvec)
+            dvec += (a - b) * s_i
+        dvec = -dvec
+        gd = dot(g, dvec)
+        if not gd < 0:  # not a descent direction: restart from steepest descent
+            n_slots += len(hist)
+            hist = []
+            dvec = -g
+            gd = dot(g, dvec)
+            if not gd < 0:
+                break
+        step = 1.0 if hist else min(1.0, 1.0 / max(np.sqrt(max(dot(dvec, dvec), 0.0)), 1e-300))
+        # Backtracking: the first trial is evaluated directly (k - 1 products); after a rejection the
+        # remaining trials use the polynomial in the step (line_poly), whose products are made once.
+        accepted = False
+        Y = RY = None
+        for _ in range(max_backtracks):
+            x_new = x + step * dvec
+            if Y is None:
+                set_b(x_new[0])
+                xs_new = powers(x_new)
+            else:
+                xs_new = [None] * k + [horner(Y[k], step)]
+            f_new = value(x_new, xs_new)
+            n_eval += 1
+            if np.isfinite(f_new) and f_new <= f + c1 * step * gd:
+                accepted = True
+                break
+            step *= 0.5
+            if Y is None:
+                set_b(x[0])
+                Y, RY = line_poly(x, dvec)
+        if not accepted:
+            break
+        if Y is None:
+            idx = add_term(x_new, xs_new)
+        else:
+            xs_new = [horner(Y[j], step) for j in range(k)] + xs_new[k:]
+            set_b(x_new[0])
+            idx = add_term(x_new, xs_new, [horner(RY[j], step) for j in range(k)])
+        g_new = mu * x_new
+        g_new[idx] += 1.0
+        if n_slots:
+            n_slots -= 1
+        else:
+            hist.pop(0)
+        s_i = x_new - x
+        y_i = g_new - g
+        sy = dot(s_i, y_i)
+        if sy > 1e-10 * dot(y_i, y_i):
+            hist.append((s_i, y_i, 1.0 / sy))
+        else:
+            n_slots += 1
+        x, g, xs = x_new, g_new, xs_new
+        f_old, f = f, f_new
+        if (f_old - f) <= ftol * max(abs(f_old), abs(f), 1.0):
+            break
+    # A = A0 + x_0 R + sum_t x_t G_t, written into the buffer of R. The X_0 columns of all terms are merged.
+    t = n_terms[0]
+    head = (k - 1) * d
+    left = [PT[s * kd:s * kd + head].T * x[s + 1] for s in range(t)]
+    left.append(sum(PT[s * kd + head:(s + 1) * kd].T.astype(np.float64) * x[s + 1] for s in range(t)))
+    right = [QT[s * kd:s * kd + head] for s in range(t)] + [X.T]
+    U = np.hstack(left).astype(dt)
+    Vt = np.vstack(right).astype(dt)
+    c0 = dt.type(x[0])
+    for rows in row_blocks(n, elements=GEMM_BLOCK_ELEMENTS):
+        blk = A[rows]
+        blk *= c0
+        blk += A0[rows]
+        blk += U[rows] @ Vt
+    return f, n_iter, n_eval, xs[k]
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -215,21 +486,25 @@ class WSubproblem:
 # Limited-memory quasi-Newton solver on n x n arrays (float32-capable, optional box [lower, upper])
 # ---------------------------------------------------------------------------------------------------------
 class LBFGSWorkspace:
-    """Preallocated buffers of :func:`lbfgs_minimize` (shared by the A- and W-steps; spec 6 memory)."""
+    """Buffers of :func:`lbfgs_minimize`: four n x n arrays, and history pairs (s, y) allocated on first use
+    (at most ``memory`` pairs, kept for the next solve). A bounded solve that stops after h iterations holds
+    only h pairs, so the peak memory follows the iterations actually taken (spec 6 memory)."""
 
     def __init__(self, shape, dtype, memory: int):
+        self.shape, self.dtype = shape, np.dtype(dtype)
         self.memory = int(memory)
-        self.s = [np.empty(shape, dtype) for _ in range(self.memory)]
-        self.y = [np.empty(shape, dtype) for _ in range(self.memory)]
+        self.s: list[np.ndarray] = []
+        self.y: list[np.ndarray] = []
         self.g = np.empty(shape, dtype)
         self.g_new = np.empty(shape, dtype)
         self.d = np.empty(shape, dtype)
         self.x_new = np.empty(shape, dtype)
 
-    def scratch(self, i: int) -> np.ndarray:
-        """An n x n buffer free outside lbfgs_minimize (used by the refinement step)."""
-        pool = self.s + self.y + [self.g_new, self.d, self.x_new, self.g]
-        return pool[i]
+    def new_pair(self):
+        """A fresh (s, y) pair (the caller guarantees fewer than ``memory`` pairs are in use)."""
+        self.s.append(np.empty(self.shape, self.dtype))
+        self.y.append(np.empty(self.shape, self.dtype))
+        return self.s[-1], self.y[-1]
 
 
 def _binding_mask(x, g, lower, upper):
@@ -266,7 +541,8 @@ def lbfgs_minimize(fun, x, ws: LBFGSWorkspace, *, max_iter=20, pgtol=1e-3, ftol=
     f = fun(x, g)
     n_eval = 1
     hist = []  # list of (s, y, rho), oldest first
-    free_slots = list(zip(ws.s, ws.y, strict=True))
+    free_slots = list(zip(ws.s, ws.y, strict=True))  # pairs allocated by earlier solves
+    n_unallocated = ws.memory - len(free_slots)
     n_iter = 0
     blocks = list(row_blocks(x.shape[0], x.shape[1]))
     for n_iter in range(1, max_iter + 1):
@@ -330,7 +606,13 @@ def lbfgs_minimize(fun, x, ws: LBFGSWorkspace, *, max_iter=20, pgtol=1e-3, ftol=
         if not accepted:
             break
         # -- history update (s = x_new - x, y = g_new - g), skipped when the curvature is not positive
-        s_i, y_i = free_slots.pop(0) if free_slots else hist.pop(0)[:2]
+        if free_slots:
+            s_i, y_i = free_slots.pop(0)
+        elif n_unallocated:
+            n_unallocated -= 1
+            s_i, y_i = ws.new_pair()
+        else:
+            s_i, y_i = hist.pop(0)[:2]
         np.subtract(x_new, x, out=s_i)
         np.subtract(g_new, g, out=y_i)
         sy = bdot(s_i, y_i)
@@ -354,30 +636,10 @@ def lbfgs_minimize(fun, x, ws: LBFGSWorkspace, *, max_iter=20, pgtol=1e-3, ftol=
     return f, n_iter, n_eval
 
 
-def scipy_lbfgsb_minimize(fun, x, *, max_iter=20, pgtol=1e-3, memory=5, lower=None, upper=None):
-    """The same sub-problem solved by scipy's L-BFGS-B (float64; reference option ``inner_solver=scipy``)."""
-    from scipy.optimize import minimize
-
-    shape, dt = x.shape, x.dtype
-    grad = np.empty(shape, dtype=dt)
-    n_eval = [0]
-
-    def wrapped(flat):
-        n_eval[0] += 1
-        value = fun(flat.reshape(shape).astype(dt, copy=False), grad)
-        return value, grad.astype(np.float64).ravel()
-
-    bounds = None if lower is None else [(lower, upper)] * x.size
-    res = minimize(wrapped, x.astype(np.float64).ravel(), jac=True, method="L-BFGS-B", bounds=bounds,
-                   options={"maxiter": max_iter, "maxcor": memory, "gtol": pgtol})
-    x[...] = res.x.reshape(shape)
-    return float(res.fun), int(res.nit), n_eval[0]
-
-
 def v_step(W: np.ndarray, Lam2: np.ndarray, mu: float, out: np.ndarray) -> np.ndarray:
     """V = (W + W^T)/2 + (Lam2 + Lam2^T)/(2 mu) (Eq. 17): the projection of W + Lam2/mu onto symmetric matrices."""
     dt = out.dtype
-    for rows in row_blocks(W.shape[0]):
+    for rows in row_blocks(W.shape[0], elements=TRANSPOSE_BLOCK_ELEMENTS):
         blk = out[rows]
         np.add(Lam2[rows], Lam2[:, rows].T, out=blk)
         blk *= dt.type(0.5 / mu)
@@ -396,41 +658,71 @@ def cluster_means(Y: np.ndarray, labels: np.ndarray, n_clusters: int) -> np.ndar
     return sums / np.maximum(counts, 1.0)[:, None]
 
 
-def refine_sweep(labels: np.ndarray, F: np.ndarray, Y: np.ndarray, T: np.ndarray, lam: float, alpha_m: float):
-    """One sequential sweep of the G-step of base m (spec S3), in place on ``labels``.
+def indicator_matrix(labels: np.ndarray, ks) -> np.ndarray:
+    """B = [G_1 .. G_v] (n x sum_m c_m, float64): the one-hot indicators of all bases side by side."""
+    n, v = labels.shape
+    offsets = np.concatenate([[0], np.cumsum(ks)]).astype(np.int64)
+    B = np.zeros((n, int(offsets[-1])))
+    for m in range(v):
+        B[np.arange(n), offsets[m] + labels[:, m]] = 1.0
+    return B
+
+
+def indicator_product(W: np.ndarray, labels: np.ndarray, ks) -> list[np.ndarray]:
+    """[W G_1, .., W G_v] (float64, n x c_m each) by one product with B = [G_1 .. G_v], row block by block."""
+    B = indicator_matrix(labels, ks)
+    out = np.empty((W.shape[0], B.shape[1]))
+    for rows in row_blocks(W.shape[0], elements=GEMM_BLOCK_ELEMENTS):
+        np.matmul(W[rows].astype(np.float64), B, out=out[rows])
+    offsets = np.concatenate([[0], np.cumsum(ks)]).astype(np.int64)
+    return [out[:, offsets[m]:offsets[m + 1]] for m in range(labels.shape[1])]
+
+
+def refine_sweep(labels: np.ndarray, m: int, F: np.ndarray, Y: np.ndarray, Wsym: np.ndarray, WG: np.ndarray,
+                 alpha: np.ndarray, lam: float, literal: bool = False) -> int:
+    """One sequential sweep of the G-step of base m (spec S3), in place on ``labels[:, m]``.
 
     Minimises ||Y - G F||^2 - 2 lam alpha_m <T, G G^T> + lam alpha_m^2 ||G G^T||^2 row by row, with
-    ``T`` the symmetric part of T_m = W - sum_{p != m} alpha_p M_p. Moving row i into cluster j costs
-    ||y_i - f_j||^2 - 4 lam alpha_m sum_{l in j, l != i} T_il + 2 lam alpha_m^2 n_j^(-i); ties keep the
-    current cluster and a move that would empty a cluster is refused (A8). Returns the number of moves.
+    T = sym(W) - f sum_{p != m} alpha_p M_p (f = 1, the corrected factor of A2, or 1/2 with ``literal``).
+    Moving row i into cluster j costs ||y_i - f_j||^2 - 4 lam alpha_m sum_{l in j, l != i} T_il
+    + 2 lam alpha_m^2 n_j^(-i); ties keep the current cluster and a move that would empty a cluster is refused
+    (A8). T is never formed: T G_m = sym(W) G_m (``WG``) - f sum_p alpha_p G_p (G_p^T G_m) uses the contingency
+    tables of the other bases, and the row T_i of a moved point is sym(W)_i minus the weighted agreement of
+    the other bases with i. Returns the number of moves.
     """
-    n, c = Y.shape[0], F.shape[0]
+    n, v = labels.shape
+    c = F.shape[0]
+    lab = labels[:, m]
+    factor = 0.5 if literal else 1.0
+    others = [p for p in range(v) if p != m]
+    other_labels = labels[:, others]
+    other_w = factor * np.asarray(alpha, dtype=np.float64)[others]
     sq = np.sum(Y * Y, axis=1)[:, None] - 2.0 * (Y @ F.T) + np.sum(F * F, axis=1)[None, :]
-    counts = np.bincount(labels, minlength=c).astype(np.float64)
-    # Pt[j, i] = sum_{l in j} T_li  (T symmetric): one pass over T, O(n^2) (spec: "P = T G")
-    Pt = np.zeros((c, n))
-    for j in range(c):
-        members = np.flatnonzero(labels == j)
-        for rows in row_blocks(len(members), n):
-            Pt[j] += T[members[rows]].sum(axis=0, dtype=np.float64)
-    diag = np.diagonal(T).astype(np.float64)
-    w_pair = 4.0 * lam * alpha_m
-    w_size = 2.0 * lam * alpha_m * alpha_m
+    counts = np.bincount(lab, minlength=c).astype(np.float64)
+    # Pt[j, i] = sum_{l in j} T_li (T symmetric)  (spec: "P = T G")
+    Pt = np.array(WG.T, dtype=np.float64)
+    for p, w in zip(others, other_w, strict=True):
+        kp = int(labels[:, p].max()) + 1
+        table = np.bincount(labels[:, p] * c + lab, minlength=kp * c).reshape(kp, c).astype(np.float64)
+        Pt -= w * table[labels[:, p]].T
+    diag = np.diagonal(Wsym).astype(np.float64) - float(other_w.sum())
+    w_pair = 4.0 * lam * alpha[m]
+    w_size = 2.0 * lam * alpha[m] * alpha[m]
     moves = 0
     for i in range(n):
-        a = labels[i]
+        a = lab[i]
         if counts[a] <= 1:
             continue
         cost = sq[i] - w_pair * Pt[:, i] + w_size * counts
         cost[a] += w_pair * diag[i] - w_size  # remove i itself from its current cluster
         b = int(np.argmin(cost))
         if b != a and cost[b] < cost[a]:
-            row = T[i].astype(np.float64)
+            row = Wsym[i].astype(np.float64) - (other_labels == other_labels[i]) @ other_w
             Pt[a] -= row
             Pt[b] += row
             counts[a] -= 1
             counts[b] += 1
-            labels[i] = b
+            lab[i] = b
             moves += 1
     return moves
 
@@ -450,13 +742,9 @@ def contingency_gram(labels: np.ndarray) -> np.ndarray:
     return H
 
 
-def coassoc_inner(W: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    """<W, M_m> = sum_j 1_j^T W 1_j for every base m (O(n^2 v), block-wise)."""
-    n, v = labels.shape
-    out = np.zeros(v)
-    for m in range(v):
-        lab = labels[:, m]
-        for rows in row_blocks(n):
-            same = lab[rows, None] == lab[None, :]
-            out[m] += float(np.sum(W[rows], where=same, dtype=np.float64))
-    return out
+def coassoc_inner(W: np.ndarray, labels: np.ndarray, ks=None) -> np.ndarray:
+    """<W, M_m> = sum_j 1_j^T W 1_j = sum_i (W G_m)_{i, label_m(i)} for every base m (one product W B)."""
+    ks = labels.max(axis=0) + 1 if ks is None else ks
+    WG = indicator_product(W, labels, ks)
+    rows = np.arange(labels.shape[0])
+    return np.array([float(WG[m][rows, labels[:, m]].sum()) for m in range(labels.shape[1])])

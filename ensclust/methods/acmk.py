@@ -22,10 +22,15 @@ relatively and both primal residuals are < 1e-4 (A6); mu_max = 1e6 (A7); sequent
 clusters, stale centroids (A8); c_m = the member's own number of clusters (A9); final SC = NJW on
 sym(W) with 10 k-means restarts, final KM = k-means (10 restarts) on C(sym W)^k X (A10).
 
-Memory/speed (issue #8): the n x n state (A, W, V, Lam1, Lam2, S, C(W)) and the quasi-Newton history are
-float32 by default (``dtype``); X enters only through A^j X with small d (X is replaced by U Sigma when
-d > n, spec 3.0, exact); n x n passes run on row blocks; the quasi-Newton buffers are preallocated once,
-shared by S1 and S2 and reused as scratch by S3; S = sum alpha_m M_m is rebuilt by one GEMM per row block.
+Memory/speed: the n x n state (A, W, V, Lam1, Lam2, S) and the quasi-Newton buffers are float32 by default
+(``dtype``); X enters only through A^j X (X is replaced by U Sigma when d > n, spec 3.0, exact). When k d is
+small next to n (Pendigit) the A-step runs the same L-BFGS on the low-rank form of its iterates
+(``a_step_lowrank``: A0 + c R + a combination of the rank-kd gradients of Eq. 10), which needs products of
+n x d blocks only and no n x n pass per iteration. The G-step never forms its n x n target (T~_m G_m from
+sym(W) [G_1..G_v] and contingency tables) and <W, M_m> is one product with [G_1..G_v]. The W-step's
+quasi-Newton history is allocated on first use, so a solve holds only the pairs it needs; its four other
+buffers double as C(W) / A0, the low-rank A-step's dense part and sym(W) outside the W-step.
+Measurements: results/bench/acmk_s6/README.md.
 
 The base centroids F_m are not passed by the runner (only the labels are): they are recomputed as the
 cluster means of X, which is what Lloyd's K-means returns at convergence (spec O12 relies on the same fact).
@@ -46,19 +51,22 @@ from ensclust.core.spectral import kmeans_labels, spectral_clustering
 from ensclust.errors import UserError
 from ensclust.methods import register, register_result_cache
 from ensclust.methods._acmk_ops import (
+    GEMM_BLOCK_ELEMENTS,
     ASubproblem,
     LBFGSWorkspace,
     WSubproblem,
+    a_step_lowrank,
     apply_filter,
     bsq,
     cluster_means,
     coassoc_inner,
     contingency_gram,
     filter_matrix,
+    indicator_product,
     lbfgs_minimize,
+    lowrank_a_step_pays,
     refine_sweep,
     row_blocks,
-    scipy_lbfgsb_minimize,
     sym_into,
     v_step,
 )
@@ -88,38 +96,13 @@ def weighted_coassociation(labels: np.ndarray, alpha: np.ndarray, out: np.ndarra
     for m in range(v):
         B[np.arange(n), offsets[m] + labels[:, m]] = 1
     Ba = B * np.repeat(alpha, ks).astype(out.dtype)[None, :]
-    for rows in row_blocks(n):
+    for rows in row_blocks(n, elements=GEMM_BLOCK_ELEMENTS):
         np.matmul(Ba[rows], B.T, out=out[rows])
     return out
 
 
-def _update_coassoc(S: np.ndarray, old: np.ndarray, new: np.ndarray, weight: float) -> None:
-    """S += weight (M_new - M_old) for one base (Gauss-Seidel bookkeeping of S3)."""
-    w = S.dtype.type(weight)
-    for rows in row_blocks(S.shape[0]):
-        delta = (new[rows, None] == new[None, :]).astype(S.dtype)
-        delta -= old[rows, None] == old[None, :]
-        delta *= w
-        S[rows] += delta
-
-
-def _refine_target(Wsym, S, labels_m, alpha_m, literal: bool, out):
-    """T~_m = sym(W) - sum_{p != m} alpha_p M_p (A2 corrected) or with the printed factor 1/2 (paper_literal)."""
-    dt = out.dtype
-    factor = dt.type(0.5 if literal else 1.0)
-    am = dt.type(alpha_m)
-    for rows in row_blocks(S.shape[0]):
-        blk = out[rows]
-        own = (labels_m[rows, None] == labels_m[None, :]).astype(dt)
-        own *= am
-        np.subtract(S[rows], own, out=blk)          # S_{-m} = S - alpha_m M_m
-        blk *= -factor
-        blk += Wsym[rows]
-    return out
-
-
 def run_acmk(X, labels, *, lam=1.0, k=3, max_iter=50, tol=1e-5, feas_tol=1e-4, inner_iter=20, inner_memory=5,
-             inner_pgtol=1e-3, mu0=1.0, rho=1.05, mu_max=1e6, dtype="float32", inner_solver="lbfgs",
+             inner_pgtol=1e-3, mu0=1.0, rho=1.05, mu_max=1e6, dtype="float32",
              g_step="corrected", recompute_f=False, compress=True, callback=None):
     """The ACMK ADMM (spec 3.1-3.3). Returns a dict with the symmetric consensus graph ``W`` (n x n), the
     refined base labels, ``alpha``, the (compressed) features ``X`` and the per-iteration history."""
@@ -140,22 +123,21 @@ def run_acmk(X, labels, *, lam=1.0, k=3, max_iter=50, tol=1e-5, feas_tol=1e-4, i
     S = W.copy()
     Lam1 = np.zeros((n, n), dtype=dt)
     Lam2 = np.zeros((n, n), dtype=dt)
-    Cbuf = np.empty((n, n), dtype=dt)
     A = filter_matrix(W, np.empty((n, n), dtype=dt))
-    ws = LBFGSWorkspace((n, n), dt, inner_memory) if inner_solver == "lbfgs" else None
-    Wsym = ws.s[0] if ws is not None else np.empty((n, n), dtype=dt)
-    T = ws.y[0] if ws is not None else np.empty((n, n), dtype=dt)
+    lowrank = lowrank_a_step_pays(n, Xf.shape[1], k)
+    # the quasi-Newton buffers double as sym(W) (ws.x_new) outside the solvers and, with the low-rank A-step
+    # (which uses no quasi-Newton buffer), as C(W) / A0 (ws.d) and its B (ws.g); the dense A-step runs
+    # lbfgs_minimize on ws while it reads C(W), which then needs its own buffer
+    ws = LBFGSWorkspace((n, n), dt, inner_memory)
+    Cbuf = ws.d if lowrank else np.empty((n, n), dtype=dt)
     mu = float(mu0)
-    hist = {key: [] for key in ("objA", "obj6", "lagrangian", "r1", "r2", "moves", "a_iter", "w_iter",
-                                "a_value", "w_value", "alpha", "seconds")}
+    hist = {key: [] for key in ("objA", "obj6", "lagrangian", "r1", "r2", "moves", "a_iter", "w_iter", "a_eval",
+                                "w_eval", "a_value", "w_value", "alpha", "seconds")}
     converged = False
     t_start = time.perf_counter()
 
     def solve(fun, x, box):
         lo, hi = (0.0, 1.0) if box else (None, None)
-        if inner_solver == "scipy":
-            return scipy_lbfgsb_minimize(fun, x, max_iter=inner_iter, pgtol=inner_pgtol, memory=inner_memory,
-                                         lower=lo, upper=hi)
         return lbfgs_minimize(fun, x, ws, max_iter=inner_iter, pgtol=inner_pgtol, lower=lo, upper=hi)
 
     it = 0
@@ -163,28 +145,30 @@ def run_acmk(X, labels, *, lam=1.0, k=3, max_iter=50, tol=1e-5, feas_tol=1e-4, i
         # S1: A-step (C(W) is fixed during the step; kept in Cbuf)
         filter_matrix(W, Cbuf)
         targets = [F[m][labels[:, m]] for m in range(v)]
-        a_val, a_it, _ = solve(ASubproblem(Xf, k, targets, Lam1, Cbuf, mu), A, box=False)
+        if lowrank:  # the same L-BFGS on the low-rank form of its iterates (Cbuf is overwritten with A0)
+            a_val, a_it, a_ev, Y = a_step_lowrank(A, Cbuf, Lam1, Xf, k, targets, mu, ws.g, max_iter=inner_iter,
+                                               pgtol=inner_pgtol, memory=inner_memory)
+        else:
+            J1 = ASubproblem(Xf, k, targets, Lam1, Cbuf, mu)
+            a_val, a_it, a_ev = solve(J1, A, box=False)
+            Y = J1.powers(A)[k]
         # S2: W-step over the box 0 <= W <= 1 (S = sum alpha_m M_m of the current alpha and G)
-        w_val, w_it, _ = solve(WSubproblem(A, Lam1, S, Lam2, V, mu, lam), W, box=True)
-        # S3: refine the bases on Y = A^k X (A from S1), Gauss-Seidel over m
-        Y = ASubproblem(Xf, k, targets, Lam1, Cbuf, mu).powers(A)[k]
-        sym_into(W, Wsym)
+        w_val, w_it, w_ev = solve(WSubproblem(A, Lam1, S, Lam2, V, mu, lam), W, box=True)
+        # S3: refine the bases on Y = A^k X (A from S1), Gauss-Seidel over m. T~_m G_m is formed from
+        # sym(W) G_m and the contingency tables of the other bases: no n x n target matrix.
+        Wsym = sym_into(W, ws.x_new)
+        WG = indicator_product(Wsym, labels, ks)
         moves = 0
         for m in range(v):
             if recompute_f:  # optional variant of A8: centroids refitted to the current embedding first
                 F[m] = cluster_means(Y, labels[:, m], int(ks[m]))
-            _refine_target(Wsym, S, labels[:, m], alpha[m], literal, T)
-            old = labels[:, m].copy()
-            moved = refine_sweep(labels[:, m], F[m], Y, T, lam, alpha[m])  # labels[:, m] is updated in place
-            if moved:
-                _update_coassoc(S, old, labels[:, m], alpha[m])
-            moves += moved
+            moves += refine_sweep(labels, m, F[m], Y, Wsym, WG[m], alpha, lam, literal)  # labels[:, m] in place
             F[m] = cluster_means(Y, labels[:, m], int(ks[m]))
         # S4: V-step (Eq. 17)
         v_step(W, Lam2, mu, V)
         # S5: alpha-step (Eq. 18) with the new W and G, then S for the new alpha
         H = contingency_gram(labels)
-        f = -2.0 * coassoc_inner(W, labels)
+        f = -2.0 * coassoc_inner(W, labels, ks)
         alpha = simplex_qp(H, f)
         weighted_coassociation(labels, alpha, S)
         # objectives (spec 3.3) and residuals, then S6
@@ -217,6 +201,8 @@ def run_acmk(X, labels, *, lam=1.0, k=3, max_iter=50, tol=1e-5, feas_tol=1e-4, i
         hist["moves"].append(int(moves))
         hist["a_iter"].append(int(a_it))
         hist["w_iter"].append(int(w_it))
+        hist["a_eval"].append(int(a_ev))
+        hist["w_eval"].append(int(w_ev))
         hist["a_value"].append(float(a_val))
         hist["w_value"].append(float(w_val))
         hist["alpha"].append([float(a) for a in alpha])
@@ -230,7 +216,7 @@ def run_acmk(X, labels, *, lam=1.0, k=3, max_iter=50, tol=1e-5, feas_tol=1e-4, i
                 converged = True
                 break
     # release everything but W before the final clustering
-    ws = A = V = S = Lam1 = Lam2 = T = Cbuf = None  # noqa: F841 (frees the buffers)
+    ws = A = V = S = Lam1 = Lam2 = Cbuf = None  # noqa: F841 (frees the buffers)
     Wfinal = sym_into(W, Wsym)
     W = None  # noqa: F841
     return {"W": Wfinal, "labels": labels, "initial_labels": initial_labels, "alpha": alpha, "X": Xf,
@@ -265,10 +251,6 @@ _PARAMS = {
                           source=f"{SPEC} A5"),
     "inner_pgtol": Param(1e-3, low=0.0, doc="projected-gradient tolerance of the inner solvers",
                          source=f"{SPEC} A5"),
-    "inner_solver": Param("lbfgs", type="str", choices=("lbfgs", "scipy"),
-                          doc="lbfgs: ensclust's float32-capable (projected) L-BFGS; scipy: scipy L-BFGS-B "
-                              "(float64, O(n^2) extra memory; reference option)",
-                          source=f"{SPEC} A3/A5 (L-BFGS, L-BFGS-B for the box)"),
     "mu0": Param(1.0, low=0.0, low_open=True, doc="initial ADMM penalty", source="paper section 3.3 (mu = 1)"),
     "rho": Param(1.05, low=1.0, doc="growth of the ADMM penalty per iteration", source="paper Eq. 19"),
     "mu_max": Param(1e6, low=0.0, low_open=True, doc="cap on the ADMM penalty", source=f"{SPEC} A7"),
@@ -363,7 +345,7 @@ class _ACMK(ConsensusMethod):
         result, cached = _cached_run(
             X, labels, p, lam=p["lambda"], k=p["k"], max_iter=p["max_iter"], tol=p["tol"], feas_tol=p["feas_tol"],
             inner_iter=p["inner_iter"], inner_memory=p["inner_memory"], inner_pgtol=p["inner_pgtol"],
-            mu0=p["mu0"], rho=p["rho"], mu_max=p["mu_max"], dtype=p["dtype"], inner_solver=p["inner_solver"],
+            mu0=p["mu0"], rho=p["rho"], mu_max=p["mu_max"], dtype=p["dtype"],
             g_step=p["g_step"], recompute_f=p["recompute_f"], compress=p["compress"])
         W = result["W"]
         if self.final == "sc":
