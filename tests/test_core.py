@@ -127,3 +127,31 @@ def test_bipartite_embedding_gram_route_spans_svd_subspace():
     Bn = Bd * _inv_sqrt(Bd.sum(1))[:, None] * _inv_sqrt(Bd.sum(0))[None, :]
     ref = np.linalg.svd(Bn, full_matrices=False)[0][:, :4]
     np.testing.assert_allclose(U @ U.T, ref @ ref.T, atol=1e-8)
+
+
+def test_cut_below_tied_height_gives_more_clusters_at_a_tie_only():
+    from ensclust.core.hierarchy import cut_below_tied_height
+
+    # heights 0.1, 0.1, 0.5: for k = 3 the cut falls at the tied height 0.1 -> both merges undone, 4 clusters
+    D = np.array([[0, .1, .5, .5], [.1, 0, .5, .5], [.5, .5, 0, .1], [.5, .5, .1, 0]])
+    Z = linkage(D[np.triu_indices(4, 1)], "complete")
+    assert len(np.unique(cut_exactly(Z, 3))) == 3
+    assert cut_below_tied_height(Z, 3).tolist() == [0, 1, 2, 3]
+    # no tie at the cut height (k = 2, k = 4, k = 1): identical to the exact cut
+    for k in (1, 2, 4):
+        assert cut_below_tied_height(Z, k).tolist() == cut_exactly(Z, k).tolist()
+    dvec = D[np.triu_indices(4, 1)]
+    assert len(np.unique(hac_labels(distance=dvec, n_clusters=3, linkage="single", cut="code"))) == 4
+    with pytest.raises(ValueError):
+        hac_labels(distance=dvec, n_clusters=3, cut="fcluster")
+
+
+def test_cut_below_tied_height_equals_exact_cut_without_ties():
+    from ensclust.core.hierarchy import cut_below_tied_height
+
+    rng = np.random.default_rng(0)
+    d = rng.random(45)                      # 10 points, distinct distances: no tied heights
+    for method in ("single", "complete", "average"):
+        Z = linkage(d, method)
+        for k in range(1, 11):
+            assert cut_below_tied_height(Z, k).tolist() == cut_exactly(Z, k).tolist()

@@ -117,3 +117,27 @@ def test_microcluster_hac_equals_object_hac_in_methods(name):
     a = get_method(name, hac="microclusters").fit_predict(members, 4)
     b = get_method(name, hac="objects").fit_predict(members, 4)
     assert same_partition(a, b)
+
+
+@pytest.mark.parametrize("name", ["pta-al", "pta-cl", "pta-sl"])
+def test_pta_code_cut_more_clusters_at_a_tied_height(name):
+    # 5 groups, identical members: every microcluster is isolated (PTS 1e-20 between them), so all merges
+    # happen at distance 1 - 1e-20 == 1.0; asking for 3 clusters cuts at that tied height. The exact cut
+    # returns 3 clusters, the code's cut undoes every merge at that height and returns the 5 groups.
+    y = np.repeat(np.arange(5), 4)
+    members = np.column_stack([y] * 4)
+    exact = get_method(name).fit_predict(members, 3)
+    code = get_method(name, cut="code").fit_predict(members, 3)
+    assert len(np.unique(exact)) == 3
+    assert len(np.unique(code)) == 5 and same_partition(code, y)
+
+
+@pytest.mark.parametrize("name", ["pta-al", "pta-cl", "pta-sl"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_pta_code_cut_equals_exact_without_tie(name, seed):
+    members, _ = planted_ensemble(n=150, c=4, m=12, random_state=seed)
+    m = get_method(name, cut="code")
+    code = m.fit_predict(members, 4)
+    exact = get_method(name).fit_predict(members, 4)
+    assert len(np.unique(code)) == 4
+    assert code.tobytes() == exact.tobytes()

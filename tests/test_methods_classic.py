@@ -340,3 +340,27 @@ def test_sc_accepts_sparse_features():
     assert heat_kernel_width(Xs, np.random.default_rng(0)) == pytest.approx(pdist(X).mean())
     a = get_method("sc").fit_predict(dummy, 3, X=Xs, random_state=0)
     assert same_partition(a, y)
+
+
+def test_hgpa_seed_reaches_the_partitioner_and_microclusters_stay_whole():
+    # The deterministic preset reads its seed from the context (set through the shipped ini file): on an
+    # ensemble with a flat objective, different seeds give different partitions, the same seed the same one.
+    members, _ = planted_ensemble(n=200, c=4, m=10, random_state=0, noise_fraction=0.5)
+    outs = [get_method("hgpa").fit_predict(members, 4, random_state=s) for s in range(6)]
+    assert len({o.tobytes() for o in outs}) > 1
+    assert outs[0].tobytes() == get_method("hgpa").fit_predict(members, 4, random_state=0).tobytes()
+    # objects with identical label vectors are one vertex: never split
+    _, inverse = np.unique(check_members(members), axis=0, return_inverse=True)
+    for out in outs:
+        for g in np.unique(inverse):
+            assert np.unique(out[np.asarray(inverse).ravel() == g]).size == 1
+
+
+def test_hypergraph_partition_node_weights_bound_block_weight():
+    # 8 heavy vertices (weight 10) + 20 light ones: the balance bound is on the summed vertex weights
+    rng = np.random.default_rng(0)
+    B = sparse.csc_matrix((rng.random((28, 12)) < 0.3).astype(float))
+    nw = np.r_[np.full(8, 10), np.ones(20, dtype=np.int64)]
+    labels, _ = hypergraph_partition(B, 2, seed=1, node_weights=nw, eps=0.1)
+    block = np.bincount(labels, weights=nw, minlength=2)
+    assert block.max() <= 1.1 * math.ceil(nw.sum() / 2)

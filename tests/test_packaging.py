@@ -137,9 +137,12 @@ def installed(tmp_path_factory):
 def test_wheel_ships_the_package_data_and_runs_outside_the_checkout(installed):
     run, venv = installed
     done = run("python", "-c", "import ensclust, ensclust.data.registry as r, ensclust.papers.manifest as m; "
-                               "print(ensclust.__file__, r.registry_path(), m.config_path('eccms_table4_ari'))")
+                               "import ensclust.core.partition as p; "
+                               "print(ensclust.__file__, r.registry_path(), m.config_path('eccms_table4_ari'), "
+                               "p._MTK_PRESET_INI)")
     assert done.returncode == 0, done.stderr
-    for path in done.stdout.split():  # ensclust, its registry and the paper configs: all from the venv
+    # ensclust, its registry, the paper configs and HGPA's partitioner preset: all from the venv
+    for path in done.stdout.split():
         assert Path(path).is_relative_to(venv) and Path(path).is_file(), path
     done = run("ensclust", "data", "list")
     assert done.returncode == 0, done.stderr

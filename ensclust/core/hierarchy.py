@@ -64,11 +64,40 @@ def cut_exactly(Z: np.ndarray, n_clusters: int) -> np.ndarray:
     return labels.astype(np.int64)
 
 
-def hac_labels(similarity=None, n_clusters: int = 2, *, linkage: str = "average", distance=None) -> np.ndarray:
-    """Agglomerative clustering of a similarity in [0, 1] (distance = 1 - S) cut at exactly k clusters.
+def cut_below_tied_height(Z: np.ndarray, n_clusters: int) -> np.ndarray:
+    """Labels after every merge strictly below the height of merge n - k + 1: k or *more* clusters.
+
+    The reading of the authors' MATLAB codes (``cluster(Z, 'maxclust', k)`` after ``linkage``) that issue 18
+    records for PTA-CL/SL: where the (n-k)-th and (n-k+1)-th merges (in height order) have the same height,
+    the cut falls at that tied height and undoes all merges there, so more than k clusters come back; without
+    such a tie this equals :func:`cut_exactly`. It does not depend on SciPy's order among tied merges.
+    Clusters are numbered in order of their smallest member index.
+    """
+    n = Z.shape[0] + 1
+    k = int(n_clusters)
+    if not 1 <= k <= n:
+        raise ValueError(f"n_clusters must be in 1..{n}, got {k}")
+    if k == 1:
+        return np.zeros(n, dtype=np.int64)
+    heights = Z[:, 2]
+    if np.any(np.diff(heights) < 0):
+        raise ValueError("the height cut needs a monotone linkage (rows in non-decreasing height)")
+    threshold = heights[n - k]                     # height of the first merge the exact cut undoes
+    n_keep = int(np.searchsorted(heights, threshold, side="left"))
+    return cut_exactly(Z, n - n_keep)
+
+
+def hac_labels(similarity=None, n_clusters: int = 2, *, linkage: str = "average", distance=None,
+               cut: str = "exact") -> np.ndarray:
+    """Agglomerative clustering of a similarity in [0, 1] (distance = 1 - S) cut at k clusters.
 
     Pass either a dense symmetric ``similarity`` matrix or a ``distance`` (square, or condensed vector).
+    ``cut="exact"`` keeps the first n - k merges (exactly k clusters, :func:`cut_exactly`); ``cut="code"``
+    undoes every merge at or above the height of merge n - k + 1 (k or more clusters where that height is
+    tied, :func:`cut_below_tied_height`).
     """
+    if cut not in ("exact", "code"):
+        raise ValueError(f"cut must be 'exact' or 'code', got {cut!r}")
     if linkage not in LINKAGES:
         raise ValueError(f"linkage must be one of {LINKAGES}, got {linkage!r}")
     if distance is None:
@@ -86,4 +115,6 @@ def hac_labels(similarity=None, n_clusters: int = 2, *, linkage: str = "average"
     if n == 1:
         return np.zeros(1, dtype=np.int64)
     Z = _scipy_linkage(dvec, method=linkage)
+    if cut == "code":
+        return cut_below_tied_height(Z, n_clusters)
     return cut_exactly(Z, n_clusters)

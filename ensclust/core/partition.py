@@ -4,7 +4,7 @@ Shared by the Strehl & Ghosh baselines (specs/baselines/strehl_ghosh.md sections
 
 * :func:`integer_weights`     ClusterPack's ``ints``: scale to a total of 10^8 and round (section 0).
 * :func:`metis_partition`     seeded METIS on a symmetric sparse weighted graph (CSPA, MCLA).
-* :func:`hypergraph_partition`  Mt-KaHyPar, deterministic preset, fixed seed (HGPA).
+* :func:`hypergraph_partition`  Mt-KaHyPar, deterministic preset, seeded (HGPA).
 * :func:`hyperedge_cut`       recount of the weighted hyperedge cut (test oracle HGPA O3).
 * :func:`canonical_column_order`  an order of the one-hot columns that does not depend on member order or
   label names, so that partitioner input (and hence output) is invariant to both.
@@ -14,7 +14,11 @@ Both partitioners are deterministic for a fixed seed; the seed is always drawn f
 
 from __future__ import annotations
 
+import os
+import re
+import tempfile
 import threading
+from pathlib import Path
 
 import numpy as np
 from scipy import sparse
@@ -24,6 +28,17 @@ INTS_TOTAL = 10**8
 
 _MTK_LOCK = threading.Lock()
 _MTK_INITIALIZER = None
+#: Mt-KaHyPar's deterministic preset as an ini file (the binding's ``context_from_preset`` has no seed: the
+#: deterministic algorithms read the context's seed, which only a configuration file can set)
+_MTK_PRESET_INI = Path(__file__).resolve().parent.parent / "data" / "mtkahypar_deterministic.ini"
+#: hyperedges with at least this many pins are skipped by the preset's coarsening and FM gains
+#: (``maxnet-ignore=1000``); consensus hyperedges are base clusters, often larger than 1000 objects, so the
+#: limit is lifted (the objective counted them anyway, the optimiser did not see them)
+_MTK_MAXNET_IGNORE = 2**31 - 1
+#: coarsening stops at ``c-t * k`` vertices (preset: 160); with 160 a k = 26 consensus hypergraph of a few
+#: thousand vertices is not coarsened at all and every initial run works on the full hypergraph. 40 cut the
+#: time 2-4x with cuts within the seed-to-seed spread (results/bench/graph_s6/README.md)
+_MTK_CONTRACTION_LIMIT = 40
 
 
 def integer_weights(values, total: int = INTS_TOTAL, *, denominator: float | None = None) -> np.ndarray:
@@ -135,23 +150,53 @@ def _mtkahypar():
     return mtkahypar, _MTK_INITIALIZER
 
 
+def _mtk_context(init, seed: int, ip_runs: int):
+    """Context of the deterministic preset with ``seed``, no hyperedge-size limit, ``ip_runs`` initial runs
+    and a contraction limit of 40 k."""
+    text = _MTK_PRESET_INI.read_text()
+    for key, value in (("maxnet-ignore", _MTK_MAXNET_IGNORE), ("i-runs", int(ip_runs)),
+                       ("c-t", _MTK_CONTRACTION_LIMIT)):
+        text, count = re.subn(rf"(?m)^{key}=.*$", f"{key}={value}", text)
+        if count != 1:
+            raise RuntimeError(f"{_MTK_PRESET_INI}: no single '{key}=' line")
+    text += f"\nseed={int(seed)}\n"
+    fd, path = tempfile.mkstemp(suffix=".ini", prefix="ensclust_mtk_")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        return init.context_from_file(path)
+    finally:
+        os.unlink(path)
+
+
 def hypergraph_partition(incidence, n_parts: int, *, seed: int, edge_weights=None, node_weights=None,
-                         eps: float = 0.05, objective: str = "cut") -> tuple[np.ndarray, int]:
-    """Mt-KaHyPar (preset DETERMINISTIC) partition of a hypergraph into ``n_parts`` blocks.
+                         eps: float = 0.05, objective: str = "cut", ip_runs: int = 5) -> tuple[np.ndarray, int]:
+    """Mt-KaHyPar (deterministic preset) partition of a hypergraph into ``n_parts`` blocks.
 
     Parameters
     ----------
     incidence : (N, E) sparse 0/1 matrix; column e lists the pins of hyperedge e.
     n_parts : number of blocks.
-    seed : Mt-KaHyPar seed; the deterministic preset with a fixed seed repeats its result exactly.
+    seed : Mt-KaHyPar seed; the deterministic preset with a fixed seed repeats its result exactly, and
+        different seeds give different partitions.
     edge_weights : optional length-E positive integer hyperedge weights (default 1).
     node_weights : optional length-N positive integer vertex weights (default 1).
     eps : allowed imbalance: every block weight <= (1 + eps) * ceil(total / n_parts).
     objective : "cut" (weighted hyperedge cut, hMETIS's objective) or "km1" (connectivity - 1).
+    ip_runs : initial-partitioning runs per bisection of the coarsest hypergraph (the preset has 20; with
+        the coarser contraction limit 5 runs gave cuts within the seed-to-seed spread at a third of the
+        time, results/bench/graph_s6/README.md).
 
     Returns
     -------
     (labels, objective value reported by Mt-KaHyPar)
+
+    Notes
+    -----
+    Preset changes (all measured, results/bench/graph_s6/README.md): the seed reaches the partitioner (the
+    binding's ``set_seed`` only seeds the non-deterministic presets, so every seed gave the same partition);
+    hyperedges of any size take part in coarsening and refinement (the preset skips those of >= 1000 pins);
+    ``ip_runs`` initial runs; coarsening down to 40 k vertices instead of 160 k. Hyperedges with fewer than two pins are dropped: they are never cut.
     """
     H = sparse.csc_matrix(incidence)
     H.sort_indices()
@@ -167,14 +212,13 @@ def hypergraph_partition(incidence, n_parts: int, *, seed: int, edge_weights=Non
     if ew.shape != (n_edges,) or nw.shape != (n,) or np.any(ew <= 0) or np.any(nw <= 0):
         raise ValueError("hypergraph weights must be positive integers, one per hyperedge / vertex")
     sizes = np.diff(H.indptr)
-    keep = np.flatnonzero(sizes > 0)
+    keep = np.flatnonzero(sizes > 1)
     edges = [H.indices[H.indptr[e]:H.indptr[e + 1]].tolist() for e in keep]
     objectives = {"cut": mtk.Objective.CUT, "km1": mtk.Objective.KM1}
     if objective not in objectives:
         raise ValueError(f"objective must be 'cut' or 'km1', got {objective!r}")
-    with _MTK_LOCK:  # the seed is global library state
-        mtk.set_seed(int(seed))
-        ctx = init.context_from_preset(mtk.PresetType.DETERMINISTIC)
+    with _MTK_LOCK:
+        ctx = _mtk_context(init, seed, ip_runs)
         ctx.set_partitioning_parameters(k, float(eps), objectives[objective])
         ctx.logging = False
         hg = init.create_hypergraph(ctx, n, len(edges), edges, nw.tolist(), ew[keep].tolist())

@@ -6,7 +6,8 @@ objects (specs/baselines/huang_family.md 2.4). PTS is built in :mod:`ensclust.co
 
 Deterministic. Tie rule as in ``ensclust.core.hierarchy`` (SciPy's merge order on exact distance ties).
 When there are fewer microclusters than k the code returns one cluster per microcluster; so do we (the only
-case with fewer than k clusters).
+case with fewer than k clusters). ``cut="code"`` follows the authors' code where the cut height is tied
+(more than k clusters, e.g. isolated microclusters all at distance 1; issue 18); default ``"exact"``.
 """
 
 from __future__ import annotations
@@ -46,12 +47,21 @@ def pts_for(method, members):
 
 class _PTA(ConsensusMethod):
     linkage = "average"
-    params = PTS_PARAMS
+    params = {
+        **PTS_PARAMS,
+        "cut": Param("exact", type="str", choices=("exact", "code"),
+                     doc="'exact': undo the last k-1 merges (always k clusters); 'code': undo every merge at "
+                         "or above the height of merge n_micro-k+1, so a tie at the cut height gives more "
+                         "than k clusters",
+                     source="specs/baselines/huang_family.md 0.2 (exact); issue 18: the authors' runPTA_v2.m "
+                            "(linkage + cluster(Z, 'maxclust', k)) returns more than k clusters where the cut "
+                            "height is tied (code)"),
+    }
 
     def _fit(self, members, n_clusters, X, rng):
         res = pts_for(self, members)
         k = min(n_clusters, res.micro.n_micro)
-        micro_labels = hac_labels(res.similarity, k, linkage=self.linkage)
+        micro_labels = hac_labels(res.similarity, k, linkage=self.linkage, cut=self.cut)
         return res.micro.to_objects(micro_labels)
 
 
