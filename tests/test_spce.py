@@ -289,8 +289,8 @@ def test_lobpcg_dense_operator_path():
     from scipy import sparse
     S_sym = sparse.csr_matrix(A + A.T)
     with threadpool_limits(limits=1):
-        vals, vecs = _component_eigenpairs(S_sym, None, 3, None, 0, 10, 1e-10, 2000)
-        ref, _ = _component_eigenpairs(S_sym, None, 3, None, 0, 10_000, 1e-10, 2000)
+        vals, vecs, _ = _component_eigenpairs(S_sym, None, 3, None, 0, 10, 1e-10, 2000)
+        ref, _, _ = _component_eigenpairs(S_sym, None, 3, None, 0, 10_000, 1e-10, 2000)
     assert np.allclose(vals, ref, rtol=1e-7)
 
 
@@ -689,7 +689,7 @@ def test_dense_block_laplacian_eigenpairs_bitwise():
     S_sym = sparse.csr_matrix(A + A.T)
     idx = np.arange(10, 70)
     for block in (None, idx):
-        vals, vecs = _component_eigenpairs(S_sym, block, 4, None, 0, 2000, 1e-8, 300)
+        vals, vecs, _ = _component_eigenpairs(S_sym, block, 4, None, 0, 2000, 1e-8, 300)
         L, _ = _block_laplacian(S_sym, block)
         sub = S_sym if block is None else S_sym[block][:, block]
         assert np.array_equal(_dense_laplacian(sub).view(np.int64), L.toarray().view(np.int64))   # +0.0 zeros

@@ -26,8 +26,6 @@ from scipy.sparse.linalg import lobpcg
 
 from ensclust.errors import UserError
 
-#: Counters of the iterative eigensolver (read and reset by the SPCE fit for its diagnostics).
-STATS = {"lobpcg_calls": 0, "lobpcg_warnings": 0}
 DENSE_OPERATOR_FILL = 0.3  # blocks filled above this fraction are handed to LOBPCG as dense arrays
 
 
@@ -105,7 +103,8 @@ class Spectrum:
     """
 
     def __init__(self, embedding: Embedding | None, n_components: int, values: np.ndarray | None,
-                 labels: np.ndarray, trace: float = 0.0, n_clusters: int | None = None):
+                 labels: np.ndarray, trace: float = 0.0, n_clusters: int | None = None,
+                 lobpcg_calls: int = 0, lobpcg_not_converged: int = 0):
         if embedding is None and n_clusters is None:
             raise ValueError("Spectrum: give the embedding or the number of clusters of its indicators")
         self._embedding = embedding
@@ -114,6 +113,8 @@ class Spectrum:
         self.values = values
         self.labels = labels
         self.trace = trace
+        self.lobpcg_calls = lobpcg_calls                    # iterative solves behind this spectrum
+        self.lobpcg_not_converged = lobpcg_not_converged    # of which stopped above the tolerance
 
     @property
     def embedding(self) -> Embedding:
@@ -156,13 +157,17 @@ def _dense_laplacian(sub: sparse.csr_matrix, deg: np.ndarray | None = None) -> n
 
 
 def _component_eigenpairs(S_sym, idx, q, warm, rng_seed, dense_limit, tol, maxiter):
-    """The q smallest nonzero eigenpairs of the Laplacian of one connected component."""
+    """The q smallest nonzero eigenpairs of the Laplacian of one connected component.
+
+    Returns ``(values, vectors, solver)`` with solver None (dense ``eigh``), "lobpcg" (converged) or
+    "lobpcg-not-converged" (stopped above the tolerance; LOBPCG's warning is counted, not printed).
+    """
     sub = S_sym if idx is None else S_sym[idx][:, idx]
     s = sub.shape[0]
     if s <= dense_limit or q + 1 >= s // 5:
         L = _dense_laplacian(sub)
         vals, vecs = scipy.linalg.eigh(L, subset_by_index=[1, q], overwrite_a=True, check_finite=False)
-        return vals, vecs
+        return vals, vecs, None
     deg = np.asarray(sub.sum(axis=1)).ravel()
     # nnz of the sparse D - S (S stores no zeros and no diagonal, so every S_pq and every deg_p != 0 stays)
     dense_operator = sub.nnz + np.count_nonzero(deg) > DENSE_OPERATOR_FILL * s * s
@@ -188,11 +193,8 @@ def _component_eigenpairs(S_sym, idx, q, warm, rng_seed, dense_limit, tol, maxit
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         vals, vecs = lobpcg(L, X0, M=precond, Y=constant, tol=tol, maxiter=maxiter, largest=False)
-    if caught:  # LOBPCG warns when it stops above the tolerance; counted in the diagnostics instead
-        STATS["lobpcg_warnings"] += 1
-    STATS["lobpcg_calls"] += 1
     order = np.argsort(vals, kind="stable")
-    return vals[order], vecs[:, order]
+    return vals[order], vecs[:, order], "lobpcg-not-converged" if caught else "lobpcg"
 
 
 def indicator_spectrum(comp: np.ndarray, k: int, c: int, rank_test: str = "eigen") -> Spectrum:
@@ -247,6 +249,7 @@ def smallest_eigenpairs(S_upper: sparse.csr_matrix, c: int, *, rank_test: str = 
     warm = previous.extra if previous is not None and previous.extra.shape[1] else None
     order = np.argsort(comp, kind="stable")
     starts = np.concatenate([[0], np.cumsum(sizes)])
+    solvers = []
     for j in range(k):
         q = min(n_values, int(sizes[j]) - 1)
         if q <= 0:
@@ -255,7 +258,8 @@ def smallest_eigenpairs(S_upper: sparse.csr_matrix, c: int, *, rank_test: str = 
         local_warm = None
         if warm is not None:
             local_warm = warm if idx is None else warm[idx]
-        vals, vecs = _component_eigenpairs(S_sym, idx, q, local_warm, 1000 + j, dense_limit, tol, maxiter)
+        vals, vecs, solver = _component_eigenpairs(S_sym, idx, q, local_warm, 1000 + j, dense_limit, tol, maxiter)
+        solvers.append(solver)
         for t in range(len(vals)):
             candidates.append((float(vals[t]), j, vecs[:, t]))
     candidates.sort(key=lambda item: (item[0], item[1]))
@@ -272,4 +276,6 @@ def smallest_eigenpairs(S_upper: sparse.csr_matrix, c: int, *, rank_test: str = 
         values = np.concatenate([np.zeros(k), nonzero, np.full(max(0, c + 1 - k - len(nonzero)), np.inf)])
         values = values[:c + 1]
     trace = float(sum(v for v, _, _ in candidates[:n_vectors]))
-    return Spectrum(emb, int(k), values, comp, trace)
+    return Spectrum(emb, int(k), values, comp, trace,
+                    lobpcg_calls=sum(s is not None for s in solvers),
+                    lobpcg_not_converged=solvers.count("lobpcg-not-converged"))

@@ -40,42 +40,20 @@ Implementation notes (spec section 6):
 
 from __future__ import annotations
 
-import contextlib
-import os
-
 import numpy as np
 from scipy import sparse
-from threadpoolctl import ThreadpoolController
 
 from ensclust.core.labels import cluster_counts, one_hot
 from ensclust.core.spectral import kmeans_labels, spectral_clustering
 from ensclust.errors import UserError
-from ensclust.methods import _spce_spectrum, register
+from ensclust.methods import register
 from ensclust.methods._spce_pairs import PairTable, build_pair_table
+from ensclust.methods._spce_reference import reference_fit
 from ensclust.methods._spce_spectrum import Embedding, indicator_spectrum, smallest_eigenpairs
 from ensclust.methods.base import ConsensusMethod, Param
 
 DEFAULT_SCHEDULE = (0.9, 0.8, 0.7, 0.6, 0.5)
 DEFAULT_INNER_CAPS = (5, 5, 5, 5, 20)
-SMALL_PROBLEM = 3000  # n up to which BLAS runs single-threaded (see _fit)
-_BLAS_CONTROLLER: list = []  # one ThreadpoolController per process: finding the BLAS libraries costs ms
-# OpenBLAS takes OPENBLAS_NUM_THREADS, else OMP_NUM_THREADS; OpenMP takes OMP_NUM_THREADS.
-_BLAS_PINNED_BY_ENV = (os.environ.get("OPENBLAS_NUM_THREADS", os.environ.get("OMP_NUM_THREADS")) == "1"
-                       and os.environ.get("OMP_NUM_THREADS") == "1")
-
-
-def _single_threaded_blas():
-    """Context manager limiting BLAS/OpenMP to one thread, with the library scan done once per process.
-
-    The scan of the loaded libraries costs 10-20 ms in a fresh process (hundreds of shared objects), more
-    than a whole fit on a small data set, so it is skipped when the environment already pins OpenBLAS and
-    OpenMP to one thread (read by the libraries when they were loaded).
-    """
-    if _BLAS_PINNED_BY_ENV:
-        return contextlib.nullcontext()
-    if not _BLAS_CONTROLLER:
-        _BLAS_CONTROLLER.append(ThreadpoolController())
-    return _BLAS_CONTROLLER[0].limit(limits=1)
 
 
 def lambda_schedule(r: float, m: int) -> float:
@@ -387,6 +365,10 @@ class _SPCEBase(ConsensusMethod):
         "eig_tol": Param(1e-8, low=0.0, low_open=True, doc="LOBPCG residual tolerance",
                          source="ensclust choice"),
         "eig_maxiter": Param(300, type="int", low=1, doc="LOBPCG iteration budget", source="ensclust choice"),
+        "solver": Param("fast", type="str", choices=("fast", "reference"),
+                        doc="fast: pair table + component eigenpairs; reference: the plain dense n x n "
+                            "algorithm of spec 3.6 (n <= 2000, for validation; rank test on the dense spectrum)",
+                        source="ensclust choice (the reference is what the fast path is tested against)"),
     }
 
     @classmethod
@@ -438,15 +420,25 @@ class _SPCEBase(ConsensusMethod):
 
     # -- the algorithm -----------------------------------------------------------------------------
     def _fit(self, members, n_clusters, X, rng):
-        # Small problems are dominated by many tiny BLAS/LAPACK calls, where thread start-up and contention
-        # on a shared machine cost far more than they give (measured: 5x slower at n = 90 on 2 busy cores).
-        if members.shape[0] <= SMALL_PROBLEM:
-            with _single_threaded_blas():
-                return self._run(members, n_clusters, rng)
+        if self.solver == "reference":
+            return self._reference(members, n_clusters)
         return self._run(members, n_clusters, rng)
 
+    def _reference(self, members, c):
+        if self.fallback != "none":
+            raise UserError("spce: solver=reference outputs the connected components of S; use fallback=none")
+        labels, S, diag = reference_fit(
+            members, c, theta=self.theta, variant=self.variant, schedule=self.schedule, inner_caps=self.inner_caps,
+            rho0=self.rho0, tol_fewer=self.tol_fewer, tol_more=self.tol_more, alpha_floor=self.alpha_floor,
+            fixw_mode=getattr(self, "fixw_mode", "initial"))
+        diag.update(variant=self.variant, solver="reference", n_iter=int(sum(diag["inner_iterations"])),
+                    rank_target_reached=bool(diag["n_components"] == c), fallback_applied=False)
+        self.diagnostics_ = diag
+        self.n_iter_ = diag["n_iter"]
+        self.consensus_matrix_ = sparse.csr_matrix(S)
+        return labels
+
     def _run(self, members, n_clusters, rng):
-        _spce_spectrum.STATS.update(lobpcg_calls=0, lobpcg_warnings=0)
         n, m = members.shape
         c = n_clusters
         stages, caps = self.schedule, self.inner_caps
@@ -467,6 +459,7 @@ class _SPCEBase(ConsensusMethod):
             mix = np.zeros((n, 0))
         start = Embedding(comp=np.zeros(n, dtype=np.int32), weight=np.zeros(n), extra=mix)
         spec = self._spectrum(table, S_free, c, start)
+        lobpcg_calls, lobpcg_not_converged = spec.lobpcg_calls, spec.lobpcg_not_converged
         Y = spec.embedding
         W = None
         terms = None
@@ -509,6 +502,8 @@ class _SPCEBase(ConsensusMethod):
                 Y_old = Y
                 spec = self._spectrum(table, S_free, c, Y_old, nonzero,      # eq. (18)
                                       terms.sorted_nonzero if nonzero is not None else None)
+                lobpcg_calls += spec.lobpcg_calls
+                lobpcg_not_converged += spec.lobpcg_not_converged
                 losses = member_losses(table, terms.W2, S_free, same_w, table.free_nonzero_index,
                                        ws=terms.weighted_s(S_free))
                 alpha = alpha_update(losses, self.alpha_floor)               # eq. (21)
@@ -553,14 +548,14 @@ class _SPCEBase(ConsensusMethod):
             "n_components": k, "rank_target_reached": bool(k == c), "converged": bool(diag["exit_test_passed"][-1]),
             "n_iter": int(sum(diag["inner_iterations"])), "alpha": alpha.tolist(), "rho_final": rho,
             "fallback_needed": bool(k != c), "fallback_applied": False,
-            "lobpcg_calls": _spce_spectrum.STATS["lobpcg_calls"],
-            "lobpcg_not_converged": _spce_spectrum.STATS["lobpcg_warnings"],
+            "lobpcg_calls": lobpcg_calls, "lobpcg_not_converged": lobpcg_not_converged,
         })
         if k != c and self.fallback != "none":
             labels = self._fallback_labels(S_upper, Y, c, n, rng)
             diag["fallback_applied"] = True
             diag["fallback"] = self.fallback
         self.diagnostics_ = diag
+        self.n_iter_ = diag["n_iter"]
         self.consensus_matrix_ = (S_upper + S_upper.T + sparse.identity(n, format="csr")).tocsr()
         return labels
 
