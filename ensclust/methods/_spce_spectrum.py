@@ -26,8 +26,6 @@ from scipy.sparse.linalg import lobpcg
 
 from ensclust.errors import UserError
 
-DENSE_OPERATOR_FILL = 0.3  # blocks filled above this fraction are handed to LOBPCG as dense arrays
-
 
 @dataclass
 class Embedding:
@@ -94,34 +92,20 @@ class Spectrum:
     """Result of :func:`smallest_eigenpairs`.
 
     Attributes: ``embedding`` (Y, an :class:`Embedding`), ``n_components``, ``values`` (the c+1 smallest
-    eigenvalues, None when not computed), ``labels`` (connected-component labels of S != 0) and ``trace``
-    (tr(Y^T L Y) = sum of the eigenvalues of the columns of Y).
-
-    ``embedding=None`` with ``n_clusters=c``: Y is made of the indicators of the c largest components and
-    is only built when read (with more than c components SPCE's rank test halves rho and keeps the previous
-    Y, so it is usually never read).
+    eigenvalues, None when not computed), ``labels`` (connected-component labels of S != 0), ``trace``
+    (tr(Y^T L Y) = sum of the eigenvalues of the columns of Y), ``lobpcg_calls`` (iterative solves behind
+    this spectrum) and ``lobpcg_not_converged`` (of which stopped above the tolerance).
     """
 
-    def __init__(self, embedding: Embedding | None, n_components: int, values: np.ndarray | None,
-                 labels: np.ndarray, trace: float = 0.0, n_clusters: int | None = None,
-                 lobpcg_calls: int = 0, lobpcg_not_converged: int = 0):
-        if embedding is None and n_clusters is None:
-            raise ValueError("Spectrum: give the embedding or the number of clusters of its indicators")
-        self._embedding = embedding
-        self._n_clusters = n_clusters
+    def __init__(self, embedding: Embedding, n_components: int, values: np.ndarray | None, labels: np.ndarray,
+                 trace: float = 0.0, lobpcg_calls: int = 0, lobpcg_not_converged: int = 0):
+        self.embedding = embedding
         self.n_components = n_components
         self.values = values
         self.labels = labels
         self.trace = trace
-        self.lobpcg_calls = lobpcg_calls                    # iterative solves behind this spectrum
-        self.lobpcg_not_converged = lobpcg_not_converged    # of which stopped above the tolerance
-
-    @property
-    def embedding(self) -> Embedding:
-        if self._embedding is None:
-            sizes = np.bincount(self.labels, minlength=self.n_components)
-            self._embedding = _indicator_embedding(self.labels, sizes, self._n_clusters, self.labels.shape[0])
-        return self._embedding
+        self.lobpcg_calls = lobpcg_calls
+        self.lobpcg_not_converged = lobpcg_not_converged
 
 
 def _indicator_embedding(comp: np.ndarray, sizes: np.ndarray, c: int, n: int) -> Embedding:
@@ -169,8 +153,6 @@ def _component_eigenpairs(S_sym, idx, q, warm, rng_seed, dense_limit, tol, maxit
         vals, vecs = scipy.linalg.eigh(L, subset_by_index=[1, q], overwrite_a=True, check_finite=False)
         return vals, vecs, None
     deg = np.asarray(sub.sum(axis=1)).ravel()
-    # nnz of the sparse D - S (S stores no zeros and no diagonal, so every S_pq and every deg_p != 0 stays)
-    dense_operator = sub.nnz + np.count_nonzero(deg) > DENSE_OPERATOR_FILL * s * s
     constant = np.full((s, 1), 1.0 / np.sqrt(s))
     X0 = np.zeros((s, q))
     have = 0
@@ -184,12 +166,7 @@ def _component_eigenpairs(S_sym, idx, q, warm, rng_seed, dense_limit, tol, maxit
         X0[:, have:] = np.random.default_rng(rng_seed).standard_normal((s, q - have))
     X0, _ = np.linalg.qr(X0)
     precond = sparse.diags(1.0 / np.maximum(deg, 1e-12))
-    if dense_operator:
-        # A nearly full block multiplies faster as a dense BLAS matrix than as CSR (8 vs 12+ bytes/entry).
-        # Written directly: the same array as densifying the sparse D - S, without building the latter.
-        L = _dense_laplacian(sub, deg)
-    else:
-        L = sparse.diags(deg) - sub
+    L = sparse.diags(deg) - sub
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         vals, vecs = lobpcg(L, X0, M=precond, Y=constant, tol=tol, maxiter=maxiter, largest=False)
@@ -201,7 +178,8 @@ def indicator_spectrum(comp: np.ndarray, k: int, c: int, rank_test: str = "eigen
     """The spectrum when S != 0 has k > c components: the c + 1 smallest eigenvalues are all 0 and Y is
     made of component indicators (no eigensolver needed)."""
     values = np.zeros(c + 1) if rank_test == "eigen" else None
-    return Spectrum(None, int(k), values, comp, n_clusters=c)   # Y built on first use
+    return Spectrum(_indicator_embedding(comp, np.bincount(comp, minlength=k), c, comp.shape[0]), int(k), values,
+                    comp)
 
 
 def smallest_eigenpairs(S_upper: sparse.csr_matrix, c: int, *, rank_test: str = "eigen", previous=None,
