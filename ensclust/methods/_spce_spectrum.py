@@ -39,13 +39,14 @@ class Embedding:
     weight: np.ndarray
     extra: np.ndarray
 
-    def sqdist(self, rows: np.ndarray, cols: np.ndarray, block_entries: int = 8_000_000,
-               work: dict | None = None) -> np.ndarray:
+    def sqdist(self, rows: np.ndarray, cols: np.ndarray, block_entries: int = 8_000_000) -> np.ndarray:
         """||y_p - y_q||^2 for the pairs (rows[t], cols[t]); ``rows`` must be non-decreasing.
 
-        ``work``: a dict owned by the caller in which the row-block Gram products are written (the same
-        BLAS call on the same operands as without it, only into a kept buffer: a fresh 64 MB block per
-        product cost more in page faults than the product itself).
+        Element-wise: the distance of a pair does not depend on which other pairs are asked for (the Gram
+        products are always the same row blocks of the same n x n product), so the distances of a subset
+        equal the corresponding entries of the distances of all pairs, bit for bit. Up to 4 extra columns
+        the differences are summed column by column, above that through Gram blocks; the two formulas
+        round differently, and the results of the method depend on that choice.
         """
         w = self.weight
         # indicator part: 0 inside a component, w_p + w_q across components (w = 1/size or 0)
@@ -68,19 +69,13 @@ class Embedding:
         step = max(1, block_entries // max(n, 1))
         bounds = np.searchsorted(rows, np.arange(0, n + step, step))
         VT = np.ascontiguousarray(V.T)
-        buffer = None
-        if work is not None:
-            buffer = work.get("gram")
-            if buffer is None or buffer.shape[1] != n or buffer.shape[0] < min(step, n):
-                buffer = work["gram"] = np.empty((min(step, n), n))
         for b, start in enumerate(range(0, n, step)):
             lo, hi = bounds[b], bounds[b + 1]
             if lo == hi:
                 continue
             block = V[start:start + step]
-            K = block @ VT if buffer is None else np.matmul(block, VT, out=buffer[:block.shape[0]])
-            # K[rows - start, cols] through flat positions (np.take on the raveled block: 2x faster than the
-            # two-array fancy index, the same entries)
+            K = block @ VT
+            # K[rows - start, cols] through flat positions of the raveled block
             flat = (rows[lo:hi] - start).astype(np.int64)
             flat *= n
             flat += cols[lo:hi]

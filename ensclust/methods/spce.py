@@ -56,7 +56,6 @@ class _Workspace:
     support : int (V,), increasing indices of the pairs the last S-update visited (S may be nonzero only
         there); None while S still holds S_hat everywhere.
     ws : float (F,), W^2 S of the current stage's W (eq. 21), kept with S: zero outside ``support`` as well.
-    sqdist : dict, the row-block Gram buffer of :meth:`Embedding.sqdist`.
     distances : (Y, pairs, E) of the last distance computation, reused when a rho-halving step keeps Y
         and the next update visits the same pairs.
     """
@@ -65,7 +64,6 @@ class _Workspace:
         self.S = S
         self.support = None
         self.ws = np.empty_like(S)
-        self.sqdist = {}
         self.distances = (None, None, None)
 
     def pair_distances(self, Y: Embedding, table: PairTable, pairs: np.ndarray) -> np.ndarray:
@@ -73,7 +71,7 @@ class _Workspace:
         last_Y, last_pairs, last_E = self.distances
         if last_Y is Y and last_pairs.shape == pairs.shape and np.array_equal(last_pairs, pairs):
             return last_E
-        E = Y.sqdist(table.free_rows[pairs], table.free_cols[pairs], work=self.sqdist)
+        E = Y.sqdist(table.free_rows[pairs], table.free_cols[pairs])
         self.distances = (Y, pairs, E)
         return E
 
