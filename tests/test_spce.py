@@ -465,10 +465,9 @@ def test_pair_table_bit_masks_match_member_by_member():
         assert np.array_equal(by_keys[1], generic[1])
 
 
-def test_pruned_s_update_is_bitwise_plain_update():
-    """The S-update that visits only the pairs of the patterns above their threshold floor equals the plain
-    update of eq. (16)/(17) on every free pair, bit for bit, over repeated calls of one stage (the previous
-    support reset to 0, W^2 S kept with S) and across stages; the visited distances are those of all pairs."""
+def test_stage_s_update_is_bitwise_plain_update():
+    """The fit's S-update (stage terms precomputed, written into the workspace buffers) equals the plain
+    update of eq. (16)/(17), bit for bit, over repeated calls of one stage and across stages."""
     from ensclust.methods._spce_pairs import build_pair_table
     from ensclust.methods._spce_spectrum import Embedding
     from ensclust.methods.spce import _Stage, _Workspace
@@ -548,14 +547,3 @@ def test_dense_block_laplacian_eigenpairs_bitwise():
         assert np.array_equal(_dense_laplacian(sub).view(np.int64), L.toarray().view(np.int64))   # +0.0 zeros
         ref_vals, ref_vecs = scipy.linalg.eigh(L.toarray(), subset_by_index=[1, 4])
         assert np.array_equal(vals, ref_vals) and np.array_equal(vecs, ref_vecs)
-
-
-def test_group_minimum_with_empty_groups():
-    from ensclust.methods.spce import _group_minimum
-    rng = np.random.default_rng(18)
-    sizes = np.array([0, 3, 0, 0, 1, 5, 0])
-    starts = np.concatenate([[0], np.cumsum(sizes)])
-    values = rng.uniform(0, 10, sizes.sum())
-    expected = [values[a:b].min() if b > a else np.inf for a, b in zip(starts[:-1], starts[1:], strict=True)]
-    assert np.array_equal(_group_minimum(values, starts), expected)
-    assert np.array_equal(_group_minimum(np.zeros(0), np.zeros(3, dtype=np.int64)), [np.inf, np.inf])

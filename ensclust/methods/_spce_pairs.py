@@ -40,8 +40,7 @@ class PairTable:
         numbered in increasing order of the bit mask (bit i = member i agrees).
 
     Derived on construction: ``patterns_f`` / ``patterns_tf`` (float copies for G = patterns @ (1/alpha) and
-    the per-member sums), ``by_pattern`` (stable argsort of ``pattern``) with group boundaries
-    ``pattern_start``, and ``ones_upper`` (CSR of the Omega-ones, value 1).
+    the per-member sums) and ``ones_upper`` (CSR of the Omega-ones, value 1).
     """
 
     n: int
@@ -56,9 +55,6 @@ class PairTable:
     def __post_init__(self):
         self.patterns_f = self.patterns.astype(np.float64)
         self.patterns_tf = self.patterns.T.astype(np.float64)
-        self.by_pattern = np.argsort(self.pattern, kind="stable")
-        self.pattern_start = np.zeros(self.patterns.shape[0] + 1, dtype=np.int64)
-        np.cumsum(np.bincount(self.pattern, minlength=self.patterns.shape[0]), out=self.pattern_start[1:])
         ones = sparse.coo_matrix((np.ones(self.n_ones), (self.one_rows, self.one_cols)), shape=(self.n, self.n))
         self.ones_upper = ones.tocsr()
         self.ones_upper.sort_indices()

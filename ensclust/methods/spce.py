@@ -17,9 +17,9 @@ How the fit is organised (spec section 6):
 * :mod:`ensclust.methods._spce_pairs` keeps only the pairs with a positive co-association count and, for each
   free pair, its agreement pattern (which members put it together); G = sum_i S^(i)/alpha_i and the
   alpha-update sums are products over the distinct patterns. No n x n x m stack is built.
-* :class:`_Workspace` owns the pair-sized arrays of one fit (S, W^2 S, the support of S, the last pair
-  distances); :class:`_Stage` holds what is fixed while W is fixed and performs the S-update of eq. (16)/(17)
-  on the pairs whose pattern can pass the l0 threshold (the others get S = 0 without being visited).
+* :class:`_Workspace` owns the pair-sized arrays of one fit (S, W^2 S, the threshold mask, the last pair
+  distances); :class:`_Stage` holds what is fixed while W is fixed and performs the S-update of
+  eq. (16)/(17) on the free pairs.
 * :mod:`ensclust.methods._spce_spectrum` gives Y and the rank-test eigenvalues (eq. 18) from the connected
   components of S != 0 (Theorem 1): the null space from the component indicators, the few smallest nonzero
   eigenpairs from a dense ``eigh`` of small components and LOBPCG on large ones.
@@ -52,27 +52,25 @@ class _Workspace:
 
     Attributes
     ----------
-    S : float (F,), S on the free pairs; zero outside ``support``.
-    support : int (V,), increasing indices of the pairs the last S-update visited (S may be nonzero only
-        there); None while S still holds S_hat everywhere.
-    ws : float (F,), W^2 S of the current stage's W (eq. 21), kept with S: zero outside ``support`` as well.
-    distances : (Y, pairs, E) of the last distance computation, reused when a rho-halving step keeps Y
-        and the next update visits the same pairs.
+    S : float (F,), S on the free pairs.
+    ws : float (F,), W^2 S (eq. 21).
+    below : bool (F,), the pairs below the l0 threshold in the last S-update.
+    distances : (Y, E) of the last distance computation, reused when a rho-halving step keeps Y.
     """
 
     def __init__(self, S: np.ndarray):
         self.S = S
-        self.support = None
         self.ws = np.empty_like(S)
-        self.distances = (None, None, None)
+        self.below = np.empty(S.shape, dtype=bool)
+        self.distances = (None, None)
 
-    def pair_distances(self, Y: Embedding, table: PairTable, pairs: np.ndarray) -> np.ndarray:
-        """E_pq = ||y_p - y_q||^2 of the free pairs ``pairs`` (increasing), eq. (16)."""
-        last_Y, last_pairs, last_E = self.distances
-        if last_Y is Y and last_pairs.shape == pairs.shape and np.array_equal(last_pairs, pairs):
+    def pair_distances(self, Y: Embedding, table: PairTable) -> np.ndarray:
+        """E_pq = ||y_p - y_q||^2 of the free pairs (eq. 16)."""
+        last_Y, last_E = self.distances
+        if last_Y is Y:
             return last_E
-        E = Y.sqdist(table.free_rows[pairs], table.free_cols[pairs])
-        self.distances = (Y, pairs, E)
+        E = Y.sqdist(table.free_rows, table.free_cols)
+        self.distances = (Y, E)
         return E
 
 
@@ -82,10 +80,8 @@ class _Stage:
     def __init__(self, table: PairTable, W: np.ndarray, gamma: float):
         self.W = W
         self.W2 = W * W
-        self.sqrt_gamma = np.sqrt(gamma)
-        # Smallest l0 threshold sqrt(gamma)/W over the pairs of each agreement pattern (eq. 17, times
-        # sqrt(a) at each update): a pattern whose G lies below it gives S = 0 on all its pairs.
-        self.pattern_floor = _group_minimum(self.sqrt_gamma / W[table.by_pattern], table.pattern_start)
+        self.half_inv_w2 = 0.5 / self.W2                   # 1 / (2 W^2) of eq. (16)
+        self.sqrt_gamma_over_w = np.sqrt(gamma) / W         # sqrt(tau) sqrt(a) of eq. (17)
         # sum of W^2 over the free pairs that member i puts together (the alpha-update losses, eq. 21)
         self.same_w = member_weight_sums(table, self.W2)
         # sum_pq W_pq over all n^2 entries: W = 1 on the Omega pairs and the diagonal
@@ -95,45 +91,22 @@ class _Stage:
                  rho: float) -> np.ndarray:
         """S on the free pairs (eq. 16/17), written into ``work.S``; returns its nonzero pairs (increasing).
 
-        C a = G - rho E / (2 W^2) is compared with sqrt(gamma) sqrt(a) / W (C < sqrt(tau) times a > 0), then
-        C is clipped at 1 ([CODE] order: threshold first). E >= 0 and rho >= 0, so C a <= G, and every pair
-        of pattern u has a threshold >= pattern_floor_u sqrt(a) (rounding is monotone): the patterns with
-        g below that get S = 0 on all their pairs, and only the pairs of the others are visited (at
-        theta = 0.1 on Texture about 1/9 of them), with the same element-wise arithmetic as on all pairs.
+        C a = G - rho E / (2 W^2) is compared with sqrt(gamma) sqrt(a) / W (C < sqrt(tau), both sides times
+        a > 0), then C is clipped at 1 ([CODE] order: threshold first).
         """
-        survive = g >= self.pattern_floor * np.sqrt(a)
-        pairs = np.flatnonzero(survive[table.pattern])
-        w = self.W[pairs]
-        Ca = np.multiply(work.pair_distances(Y, table, pairs) * (0.5 / (w * w)), -rho)
-        Ca += g[table.pattern[pairs]]
-        below = Ca < (self.sqrt_gamma / w) * np.sqrt(a)
+        Ca = np.multiply(work.pair_distances(Y, table), self.half_inv_w2, out=work.S)
+        Ca *= -rho
+        Ca += g[table.pattern]
+        below = np.less(Ca, np.multiply(self.sqrt_gamma_over_w, np.sqrt(a), out=work.ws), out=work.below)
         Ca /= a
         np.minimum(Ca, 1.0, out=Ca)
-        Ca[below] = 0.0
-        S, ws = work.S, work.ws
-        if work.support is None:
-            S.fill(0.0)
-            ws.fill(0.0)
-        else:
-            S[work.support] = 0.0
-            ws[work.support] = 0.0
-        S[pairs] = Ca
-        ws[pairs] = self.W2[pairs] * Ca
-        work.support = pairs
-        return pairs[Ca != 0.0]
+        np.copyto(Ca, 0.0, where=below)
+        np.multiply(self.W2, Ca, out=work.ws)
+        return np.flatnonzero(Ca)
 
     def member_losses(self, work: _Workspace, table: PairTable, nonzero: np.ndarray) -> np.ndarray:
         """loss_i = ||(S - S^(i)) . W||_F^2 of every member (eq. 21), see :func:`member_losses`."""
         return member_losses(table, self.W2, work.S, self.same_w, nonzero=nonzero, ws=work.ws)
-
-
-def _group_minimum(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """Minimum of values[starts[u]:starts[u+1]] for every group u; +inf for an empty group."""
-    out = np.full(starts.shape[0] - 1, np.inf)
-    nonempty = np.flatnonzero(starts[1:] > starts[:-1])
-    if nonempty.shape[0]:
-        out[nonempty] = np.minimum.reduceat(values, starts[nonempty])
-    return out
 
 
 class _SPCEBase(ConsensusMethod):
