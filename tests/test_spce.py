@@ -6,12 +6,12 @@ from scipy.sparse.csgraph import connected_components
 
 from ensclust.methods import get_method
 from ensclust.methods._spce_pairs import build_pair_table
+from ensclust.methods._spce_reference import s_update
 from ensclust.methods._spce_spectrum import Embedding, smallest_eigenpairs
 from ensclust.methods.spce import (
     alpha_update,
     lambda_schedule,
     member_losses,
-    s_update,
     self_paced_weights,
     upper_matrix,
 )
@@ -228,13 +228,15 @@ def test_member_losses_match_dense():
     table = build_pair_table(P)
     S_free = rng.uniform(0, 1, table.n_free) * (rng.random(table.n_free) > 0.3)
     W = rng.uniform(0.2, 1, table.n_free)
-    S = upper_matrix(table, S_free).toarray()
+    S = upper_matrix(table, S_free, np.flatnonzero(S_free)).toarray()
     S = S + S.T + np.eye(n)
     Wd = np.ones((n, n))
     Wd[table.free_rows, table.free_cols] = W
     Wd[table.free_cols, table.free_rows] = W
     dense = [np.sum(((S - conn(P[:, i])) * Wd) ** 2) for i in range(m)]
     assert np.allclose(member_losses(table, W * W, S_free), dense)
+    nonzero = np.flatnonzero(S_free)   # per-pattern sums over the nonzero pairs only: the same bits
+    assert np.array_equal(member_losses(table, W * W, S_free, nonzero=nonzero), member_losses(table, W * W, S_free))
 
 
 def test_trace_identity_and_embedding():  # spec 8.10
@@ -277,7 +279,7 @@ def test_lobpcg_path_matches_dense():
                        atol=1e-6)
 
 
-def test_lobpcg_dense_operator_path():
+def test_lobpcg_component_matches_dense_eigh():
     from threadpoolctl import threadpool_limits
 
     from ensclust.methods._spce_spectrum import _component_eigenpairs
@@ -289,8 +291,8 @@ def test_lobpcg_dense_operator_path():
     from scipy import sparse
     S_sym = sparse.csr_matrix(A + A.T)
     with threadpool_limits(limits=1):
-        vals, vecs = _component_eigenpairs(S_sym, None, 3, None, 0, 10, 1e-10, 2000)
-        ref, _ = _component_eigenpairs(S_sym, None, 3, None, 0, 10_000, 1e-10, 2000)
+        vals, vecs, _ = _component_eigenpairs(S_sym, None, 3, None, 0, 10, 1e-10, 2000)
+        ref, _, _ = _component_eigenpairs(S_sym, None, 3, None, 0, 10_000, 1e-10, 2000)
     assert np.allclose(vals, ref, rtol=1e-7)
 
 
@@ -437,208 +439,82 @@ def test_embedding_indicator_more_components_than_c():
 
 
 # ----------------------------------------------------------------------------------------------------
-# Fast paths (issue #7 speed work) against the straightforward computations they replace: bit-for-bit.
-def test_pair_table_fast_paths_match_generic():
+# The fast path's building blocks against the plain computations (bit for bit); the whole fit is tested
+# against the dense reference in test_spce_reference.py.
+def test_pair_table_bit_masks_match_member_by_member():
+    """The pair table from the co-association product with bit masks (m <= 62) equals the one from counts and
+    member-by-member agreement patterns (the route of wider ensembles), whatever the row blocking."""
     from ensclust.methods import _spce_pairs
     rng = np.random.default_rng(12)
     for n, m, k in ((40, 7, 3), (120, 20, 6), (75, 30, 300)):   # k = 300: labels beyond one byte
         P = rng.integers(0, k, (n, m))
         P[:, 0] = np.repeat(np.arange(4), n // 4 + 1)[:n]
         P = np.column_stack([np.unique(col, return_inverse=True)[1] for col in P.T])
-        dense_counts = _spce_pairs._upper_pairs_dense(P)
+        rows, cols, counts = _spce_pairs._upper_pairs(P)
         for entries in (n * 7, n * 40, 20_000_000):   # row blocks of 7, of 40 (uneven), of ceil(n/8)
-            sparse_counts = _spce_pairs._upper_pairs(P, max_block_entries=entries)
-            for x, y in zip(sparse_counts, dense_counts, strict=True):
+            blocked = _spce_pairs._upper_pairs(P, max_block_entries=entries)
+            for x, y in zip(blocked, (rows, cols, counts), strict=True):
                 assert x.dtype == y.dtype and np.array_equal(x, y)
             mask_rows, mask_cols, masks = _spce_pairs._upper_pairs(P, max_block_entries=entries, bit_masks=True)
-            assert np.array_equal(mask_rows, dense_counts[0]) and np.array_equal(mask_cols, dense_counts[1])
-            assert masks.dtype == np.int64
-            assert np.array_equal(masks, _spce_pairs._packed_keys(P, dense_counts[0], dense_counts[1]))
-        rows, cols, counts = sparse_counts
+            assert np.array_equal(mask_rows, rows) and np.array_equal(mask_cols, cols)
+            assert np.array_equal(np.bitwise_count(masks.astype(np.uint64)), counts)
         free = counts < m
-        fast = _spce_pairs._agreement_patterns(P, rows[free], cols[free])
-        generic = _spce_pairs._agreement_patterns(P, rows[free], cols[free], packed=False)
-        assert np.array_equal(fast[0], generic[0]) and fast[0].dtype == generic[0].dtype
-        assert np.array_equal(fast[1], generic[1])
-        if m <= _spce_pairs.DENSE_KEYS_MAX_M:   # pairs and bit masks from one weighted product
-            key_rows, key_cols, keys = _spce_pairs._upper_pair_keys_dense(P)
-            assert np.array_equal(key_rows, rows) and np.array_equal(key_cols, cols)
-            assert np.array_equal(keys, _spce_pairs._packed_keys(P, rows, cols))
-            assert np.array_equal(np.bitwise_count(keys.astype(np.uint64)), counts)
-            with_keys = _spce_pairs._agreement_patterns(P, rows[free], cols[free], keys=keys[free])
-            assert np.array_equal(with_keys[0], generic[0]) and np.array_equal(with_keys[1], generic[1])
-        else:
-            with pytest.raises(ValueError):
-                _spce_pairs._upper_pair_keys_dense(P)
+        by_keys = _spce_pairs._agreement_patterns(P, rows[free], cols[free], keys=masks[free])
+        generic = _spce_pairs._agreement_patterns(P, rows[free], cols[free])
+        assert np.array_equal(by_keys[0], generic[0]) and by_keys[0].dtype == generic[0].dtype
+        assert np.array_equal(by_keys[1], generic[1])
 
 
-def test_pair_table_routes_agree(monkeypatch):
-    """build_pair_table through the weighted dense product (m <= 24) equals the counts + packed-keys route."""
-    from ensclust.methods import _spce_pairs
-    rng = np.random.default_rng(20)
-    for n, m, k in ((50, 5, 3), (90, 24, 6), (64, 12, 2)):
-        P = rng.integers(0, k, (n, m))
-        P[:8] = 0
-        P = np.column_stack([np.unique(col, return_inverse=True)[1] for col in P.T])
-        fast = build_pair_table(P)
-        routes = []
-        for limits in ({"DENSE_KEYS_MAX_M": 0},                                # dense counts + packed keys
-                       {"DENSE_COUNTS_LIMIT": 0},                              # sparse bit-mask product
-                       {"DENSE_COUNTS_LIMIT": 0, "SPARSE_KEYS_MAX_M": 0}):     # sparse counts + packed keys
-            for name, value in limits.items():
-                monkeypatch.setattr(_spce_pairs, name, value)
-            routes.append(build_pair_table(P))
-            monkeypatch.undo()
-        for generic in routes:
-            for name in ("free_rows", "free_cols", "one_rows", "one_cols", "pattern", "patterns", "all_cols",
-                         "all_indptr", "free_pos", "all_rows"):
-                a, b = getattr(fast, name), getattr(generic, name)
-                assert a.dtype == b.dtype and np.array_equal(a, b), name
-
-
-@pytest.mark.parametrize("kernel", [True, False])
-def test_table_components_match_scipy(kernel, monkeypatch):
-    from scipy import sparse
-
-    from ensclust.methods import _spce_pairs
-    if not kernel:   # the public-function fallback
-        monkeypatch.setattr(_spce_pairs, "_connected_components_undirected", None)
-    rng = np.random.default_rng(13)
-    P = rng.integers(0, 5, (60, 6))
-    P[:20] = 0   # a block of Omega-ones
-    table = build_pair_table(P)
-    for density in (0.0, 0.01, 0.05, 0.3, 1.0):
-        S_free = rng.uniform(0.1, 1, table.n_free) * (rng.random(table.n_free) < density)
-        k, comp = table.components(S_free)
-        ref_k, ref = connected_components(upper_matrix(table, S_free), directed=False)
-        assert k == ref_k and np.array_equal(comp, ref)
-        assert table.free_nonzero == np.count_nonzero(S_free)
-        assert np.array_equal(table.free_nonzero_index, np.flatnonzero(S_free))
-        assert np.array_equal(table.free_nonzero_sorted, np.flatnonzero(S_free))
-        direct, merged = upper_matrix(table, S_free, layout=table.kept_layout), upper_matrix(table, S_free)
-        for name in ("indptr", "indices", "data"):
-            x, y = getattr(direct, name), getattr(merged, name)
-            assert x.dtype == y.dtype and np.array_equal(x, y), name
-        k2, comp2 = table.components(S_free, rng.permutation(np.flatnonzero(S_free)))   # any order
-        assert k2 == k and np.array_equal(comp2, comp)
-        merged_table = build_pair_table(P)   # kept positions merged from the sorted nonzero pairs
-        increasing = np.flatnonzero(S_free)
-        k3, comp3 = merged_table.components(S_free, rng.permutation(increasing), lambda: increasing)  # noqa: B023
-        assert k3 == k and np.array_equal(comp3, comp)
-        assert np.array_equal(merged_table.free_nonzero_sorted, np.flatnonzero(S_free))
-        for x, y in zip(merged_table.kept_layout, table.kept_layout, strict=True):
-            assert x.dtype == y.dtype and np.array_equal(x, y)
-    assert sparse.issparse(upper_matrix(table, S_free))
-
-
-def test_pruned_s_update_is_bitwise_full_update():
-    from ensclust.methods.spce import _StageTerms
+def test_stage_s_update_is_bitwise_plain_update():
+    """The fit's S-update (stage terms precomputed, written into the workspace buffers) equals the plain
+    update of eq. (16)/(17), bit for bit, over repeated calls of one stage and across stages."""
+    from ensclust.methods._spce_pairs import build_pair_table
+    from ensclust.methods._spce_spectrum import Embedding
+    from ensclust.methods.spce import _Stage, _Workspace
     rng = np.random.default_rng(14)
-    n_pairs, n_patterns, m = 5000, 60, 9
-    pattern = rng.integers(0, n_patterns, n_pairs).astype(np.int32)
-    for _ in range(20):
-        alpha = rng.dirichlet(np.ones(m))
-        inv_alpha = 1 / alpha
-        g = rng.integers(0, 2, (n_patterns, m)).astype(float) @ inv_alpha
-        a = float(inv_alpha.sum())
-        W = np.minimum(rng.uniform(0.05, 1.5, n_pairs), 1.0)
-        E = rng.exponential(0.01, n_pairs) * (rng.random(n_pairs) < 0.7)
-        gamma = (m * rng.choice([0.0, 0.1, 0.3, 0.5, 0.8])) ** 2
-        rho = float(2.0 ** rng.integers(-20, 8))
-        full = _StageTerms(W, gamma).s_update(g[pattern], E, a, rho).copy()
-        terms = _StageTerms(W, gamma)
-        assert terms.can_prune
-        pruned, nonzero = terms.s_update_pruned(g, pattern, E, a, rho)
-        assert np.array_equal(full.view(np.int64), pruned.view(np.int64))   # same bits, signed zeros too
-        assert np.array_equal(np.sort(nonzero), np.flatnonzero(full))
-    with np.errstate(divide="ignore"):   # W = 0 (fixw coassoc mode) keeps the full update
-        assert not _StageTerms(np.array([0.0, 1.0]), 1.0).can_prune
-
-
-def test_pruned_s_update_reused_plan_is_bitwise_full_update():
-    """Repeated pruned updates on one stage (the plan of gathers reused while the survivors and E stay, the
-    previous support reset to 0) equal a fresh full update at every call, including after E changes and
-    when the surviving patterns grow, shrink or vanish."""
-    from ensclust.methods.spce import _StageTerms
-    rng = np.random.default_rng(16)
-    n_pairs, n_patterns, m = 3000, 40, 8
-    pattern = rng.integers(0, n_patterns, n_pairs).astype(np.int32)
-    patterns = rng.integers(0, 2, (n_patterns, m)).astype(float)
-    W = np.minimum(rng.uniform(0.05, 1.5, n_pairs), 1.0)
-    gamma = (m * 0.4) ** 2
-    terms = _StageTerms(W, gamma)
-    E = rng.exponential(0.01, n_pairs)
-    alpha = np.full(m, 1 / m)
-    reused = same_nonzero = 0
-    previous = None
-    for step in range(40):
-        if step % 10 == 9:   # a new Y: new distances
-            E = rng.exponential(0.01, n_pairs) * (rng.random(n_pairs) < 0.7)
-        if step % 4 == 3:    # a new alpha: usually other survivors
-            alpha = rng.dirichlet(np.ones(m) * rng.choice([0.2, 1.0, 50.0]))
-        inv_alpha = 1 / alpha
-        g = patterns @ inv_alpha
-        a = float(inv_alpha.sum())
-        rho = float(2.0 ** rng.integers(-10, 4)) if step % 3 else 0.0
-        plan_before = terms._plan
-        pruned, nonzero = terms.s_update_pruned(g, pattern, E, a, rho)
-        reused += terms._plan is plan_before
-        same_nonzero += nonzero is previous   # an unchanged nonzero set comes back as the same array
-        previous = nonzero
-        full = _StageTerms(W, gamma).s_update(g[pattern], E, a, rho)
-        assert np.array_equal(full.view(np.int64), pruned.view(np.int64)), step
-        ws = terms.weighted_s(pruned)   # rewritten on the supports only after the first call
-        assert np.array_equal(ws.view(np.int64), (terms.W2 * full).view(np.int64)), step
-        assert np.array_equal(np.sort(nonzero), np.flatnonzero(full)), step
-    big = np.full(m, 1e-9)   # every pattern below the threshold: S = 0 everywhere after a nonzero S
-    pruned, nonzero = terms.s_update_pruned(patterns @ big, pattern, E, float(big.sum()), 1.0)
-    assert not np.any(pruned) and nonzero.shape[0] == 0
-    assert reused >= 10 and same_nonzero >= 5   # the reuse paths were exercised
-    # a next stage taking over this stage's buffers (its S holds values of the last call) starts clean
-    pruned, _ = terms.s_update_pruned(g, pattern, E, a, 0.5)
-    W_next = np.minimum(rng.uniform(0.05, 1.5, n_pairs), 1.0)
-    for prune in (True, False):
-        next_terms = _StageTerms(W_next, gamma, previous=terms)
-        assert next_terms._S is terms._S and next_terms.work is terms.work
-        full = _StageTerms(W_next, gamma).s_update(g[pattern], E, a, 0.5).copy()
-        got = (next_terms.s_update_pruned(g, pattern, E, a, 0.5)[0] if prune
-               else next_terms.s_update(g[pattern], E, a, 0.5))
-        assert np.array_equal(full.view(np.int64), got.view(np.int64))
-        terms = next_terms
-
-
-def test_table_components_reuse_and_lazy_indicator_embedding():
-    """components() answers a repeated nonzero set from its last call and recomputes on any change; the
-    indicator Y of a spectrum with more than c components is built on first read, equal to the eager one."""
-    from ensclust.methods._spce_spectrum import _indicator_embedding, indicator_spectrum
-    rng = np.random.default_rng(17)
-    P = rng.integers(0, 5, (60, 6))
+    n, m = 70, 9
+    P = np.column_stack([rng.integers(0, 3, n) for _ in range(m)])
     table = build_pair_table(P)
-    previous = None
-    for step in range(12):
-        if step % 3 == 0 or previous is None:
-            S_free = rng.uniform(0.1, 1, table.n_free) * (rng.random(table.n_free) < rng.choice([0.005, 0.02, 0.1]))
-        nonzero = np.flatnonzero(S_free)
-        k, comp = table.components(S_free, nonzero.copy())
-        ref_k, ref = connected_components(upper_matrix(table, S_free), directed=False)
-        assert k == ref_k and np.array_equal(comp, ref)
-        assert table.free_nonzero == nonzero.shape[0] and np.array_equal(table.free_nonzero_index, nonzero)
-        assert np.array_equal(table.free_nonzero_sorted, nonzero)   # also when the last answer is reused
-        rescaled = S_free * 0.5   # same nonzero set, other values: the reused layout takes the new values
-        table.components(rescaled, nonzero)
-        direct, merged = upper_matrix(table, rescaled, layout=table.kept_layout), upper_matrix(table, rescaled)
-        assert np.array_equal(direct.data, merged.data) and np.array_equal(direct.indices, merged.indices)
-        table.components(S_free, nonzero)
-        if step % 3:
-            assert comp is previous   # same nonzero set: the last answer
-        previous = comp
-        for c in (1, 2, max(1, k - 1)):
-            if k > c:
-                spec = indicator_spectrum(comp, k, c)
-                eager = _indicator_embedding(comp, np.bincount(comp, minlength=k), c, comp.shape[0])
-                assert np.array_equal(spec.embedding.weight, eager.weight)
-                assert np.array_equal(spec.embedding.comp, eager.comp) and spec.embedding.extra.shape == (60, 0)
-                assert spec.embedding is spec.embedding and np.array_equal(spec.values, np.zeros(c + 1))
+    work = _Workspace(rng.uniform(0, 1, table.n_free))
+    for stage_index in range(4):
+        W = np.minimum(rng.uniform(0.05, 1.5, table.n_free), 1.0)
+        gamma = (m * [0.0, 0.1, 0.3, 0.6][stage_index]) ** 2
+        stage = _Stage(table, W, gamma)
+        for _ in range(6):
+            comp = rng.integers(0, 3, n)
+            Y = Embedding(comp=comp, weight=np.where(comp == 0, 1.0 / max(1, np.sum(comp == 0)), 0.0),
+                          extra=rng.standard_normal((n, int(rng.choice([0, 2, 6])))) / np.sqrt(n))
+            alpha = rng.dirichlet(np.ones(m) * rng.choice([0.2, 1.0, 50.0]))
+            inv_alpha = 1 / alpha
+            g, a = table.patterns_f @ inv_alpha, float(inv_alpha.sum())
+            rho = float(2.0 ** rng.integers(-10, 6)) if rng.random() < 0.8 else 0.0
+            nonzero = stage.s_update(work, table, Y, g, a, rho)
+            E = Y.sqdist(table.free_rows, table.free_cols)
+            plain = s_update(g[table.pattern], E, W, a, rho, gamma)
+            assert np.array_equal(work.S.view(np.int64), plain.view(np.int64))   # signed zeros too
+            assert np.array_equal(nonzero, np.flatnonzero(plain))
+            assert np.array_equal(work.ws.view(np.int64), (stage.W2 * plain).view(np.int64))
+
+
+def test_pair_distances_subset_is_bitwise_full():
+    """Distances computed for a row-ordered subset of the pairs (Gram path with several row blocks, and the
+    column path) equal the entries of the distances of all pairs, bit for bit."""
+    rng = np.random.default_rng(19)
+    n = 300
+    rows, cols = np.triu_indices(n, 1)
+    rows, cols = rows.astype(np.int32), cols.astype(np.int32)
+    comp = rng.integers(0, 3, n)
+    for r in (3, 8):
+        Y = Embedding(comp=comp, weight=np.where(comp == 0, 1.0 / np.sum(comp == 0), 0.0),
+                      extra=rng.standard_normal((n, r)) / np.sqrt(n))
+        full = Y.sqdist(rows, cols, block_entries=n * 37)
+        subset = np.flatnonzero(rng.random(rows.shape[0]) < 0.2)
+        part = Y.sqdist(rows[subset], cols[subset], block_entries=n * 37)
+        assert np.array_equal(part.view(np.int64), full[subset].view(np.int64))
+        dense = np.sum((np.where((comp == 0)[:, None], Y.weight[:, None] ** 0.5, 0.0)[rows]
+                        - np.where((comp == 0)[:, None], Y.weight[:, None] ** 0.5, 0.0)[cols]) ** 2, axis=1)
+        dense += np.sum((Y.extra[rows] - Y.extra[cols]) ** 2, axis=1)
+        assert np.allclose(full, dense, atol=1e-12)
 
 
 def test_lobpcg_fit_with_warm_start():
@@ -649,30 +525,6 @@ def test_lobpcg_fit_with_warm_start():
     labels = method.fit_predict(P, 3)
     assert method.diagnostics_["lobpcg_calls"] > 0 and ari(y, labels) > 0.9
     assert get_method("spce", theta=0.1).fit(P, 3).diagnostics_["lobpcg_calls"] == 0
-
-
-@pytest.mark.parametrize("variant", ["spce", "spce-w", "spce-fixw"])
-def test_fast_fit_is_bitwise_full_update_fit(variant, monkeypatch):
-    """The whole fit with the fast paths (pruned S-update with reused plans, components reused for a
-    repeated nonzero set) equals the fit with the full update on every free pair and fresh components at
-    every iteration: same labels, rho path, branches, objective values and S (bit for bit), over several
-    ensembles and thetas."""
-    from ensclust.methods import _spce_pairs
-    from ensclust.methods import spce as spce_module
-    for seed, theta in ((0, 0.0), (1, 0.1), (2, 0.3), (3, 0.5), (4, 0.7)):
-        P, _ = _noisy_ensemble(20 + seed, n=60, noise=0.35)
-        fits = []
-        for prune in (True, False):
-            monkeypatch.setattr(spce_module._StageTerms, "prune", prune)
-            monkeypatch.setattr(_spce_pairs.PairTable, "reuse_components", prune)
-            method = get_method(variant, theta=theta)
-            labels = method.fit_predict(P, 3)
-            fits.append((labels, method.diagnostics_, method.consensus_matrix_))
-        (la, da, Sa), (lb, db, Sb) = fits
-        assert np.array_equal(la, lb)
-        for key in ("rho", "branch", "objective", "objective_eq6", "n_components_trace", "alpha"):
-            assert da[key] == db[key], (variant, theta, key)
-        assert (Sa != Sb).nnz == 0
 
 
 def test_dense_block_laplacian_eigenpairs_bitwise():
@@ -689,158 +541,9 @@ def test_dense_block_laplacian_eigenpairs_bitwise():
     S_sym = sparse.csr_matrix(A + A.T)
     idx = np.arange(10, 70)
     for block in (None, idx):
-        vals, vecs = _component_eigenpairs(S_sym, block, 4, None, 0, 2000, 1e-8, 300)
+        vals, vecs, _ = _component_eigenpairs(S_sym, block, 4, None, 0, 2000, 1e-8, 300)
         L, _ = _block_laplacian(S_sym, block)
         sub = S_sym if block is None else S_sym[block][:, block]
         assert np.array_equal(_dense_laplacian(sub).view(np.int64), L.toarray().view(np.int64))   # +0.0 zeros
         ref_vals, ref_vecs = scipy.linalg.eigh(L.toarray(), subset_by_index=[1, 4])
         assert np.array_equal(vals, ref_vals) and np.array_equal(vecs, ref_vecs)
-
-
-def test_group_minimum_with_empty_groups():
-    from ensclust.methods.spce import _group_minimum
-    rng = np.random.default_rng(18)
-    sizes = np.array([0, 3, 0, 0, 1, 5, 0])
-    starts = np.concatenate([[0], np.cumsum(sizes)])
-    values = rng.uniform(0, 10, sizes.sum())
-    expected = [values[a:b].min() if b > a else np.inf for a, b in zip(starts[:-1], starts[1:], strict=True)]
-    assert np.array_equal(_group_minimum(values, starts), expected)
-    assert np.array_equal(_group_minimum(np.zeros(0), np.zeros(3, dtype=np.int64)), [np.inf, np.inf])
-
-
-def test_pair_distances_subset_is_bitwise_full():
-    """Distances computed for a row-ordered subset of the pairs (Gram path with several row blocks, and the
-    column path) equal the entries of the distances of all pairs, bit for bit; the pruned S-update fed
-    with them equals the one fed with the full array."""
-    from ensclust.methods.spce import PairDistances, _StageTerms
-    rng = np.random.default_rng(19)
-    n = 300
-    rows, cols = np.triu_indices(n, 1)
-    rows, cols = rows.astype(np.int32), cols.astype(np.int32)
-    comp = rng.integers(0, 3, n)
-    work = {}
-    for r in (3, 8):
-        Y = Embedding(comp=comp, weight=np.where(comp == 0, 1.0 / np.sum(comp == 0), 0.0),
-                      extra=rng.standard_normal((n, r)) / np.sqrt(n))
-        full = Y.sqdist(rows, cols, block_entries=n * 37)
-        subset = np.flatnonzero(rng.random(rows.shape[0]) < 0.2)
-        part = Y.sqdist(rows[subset], cols[subset], block_entries=n * 37)
-        assert np.array_equal(part.view(np.int64), full[subset].view(np.int64))
-        if r > 4:   # the Gram path against its formula, block by block with a two-array fancy index
-            step = max(1, (n * 37) // n)
-            ref = Y.weight[rows] + Y.weight[cols]
-            ref[comp[rows] == comp[cols]] = 0.0
-            sq = np.einsum("ij,ij->i", Y.extra, Y.extra)
-            ref += sq[rows] + sq[cols]
-            VT = np.ascontiguousarray(Y.extra.T)
-            for start in range(0, n, step):
-                sel = (rows >= start) & (rows < start + step)
-                ref[sel] -= 2.0 * (Y.extra[start:start + step] @ VT)[rows[sel] - start, cols[sel]]
-            ref = np.maximum(ref, 0.0)
-            assert np.array_equal(full.view(np.int64), ref.view(np.int64))
-        for _ in range(2):   # Gram blocks written into a kept buffer (reused across calls): the same bits
-            kept = Y.sqdist(rows[subset], cols[subset], block_entries=n * 37, work=work)
-            assert np.array_equal(kept.view(np.int64), part.view(np.int64))
-    Y = Embedding(comp=comp, weight=np.zeros(n), extra=rng.standard_normal((n, 7)) / np.sqrt(n))
-    full = Y.sqdist(rows, cols)
-    pattern = rng.integers(0, 30, rows.shape[0]).astype(np.int32)
-    patterns = rng.integers(0, 2, (30, 6)).astype(float)
-    W = np.minimum(rng.uniform(0.05, 1.5, rows.shape[0]), 1.0)
-    lazy_terms, full_terms = _StageTerms(W, 3.0), _StageTerms(W, 3.0)
-    lazy = PairDistances(Y, rows, cols)
-    for step in range(6):
-        inv_alpha = 1 / rng.dirichlet(np.ones(6) * 0.5)
-        g, a, rho = patterns @ inv_alpha, float(inv_alpha.sum()), 2.0 ** (step - 3)
-        S_lazy, nz_lazy = lazy_terms.s_update_pruned(g, pattern, lazy, a, rho)
-        S_lazy = S_lazy.copy()
-        S_full, nz_full = full_terms.s_update_pruned(g, pattern, full, a, rho)
-        assert np.array_equal(S_lazy.view(np.int64), S_full.view(np.int64)) and np.array_equal(nz_lazy, nz_full)
-        assert np.array_equal(lazy_terms.sorted_nonzero(), np.sort(nz_lazy))   # read off the sorted visits
-        assert full_terms.sorted_nonzero() is None   # distances given as an array: no sorted visits known
-    assert np.array_equal(lazy.full(), full)
-
-
-def test_fast_fit_is_bitwise_full_update_fit_many_clusters(monkeypatch):
-    """As test_fast_fit_is_bitwise_full_update_fit with c = 8 (Y has more than 4 eigenvector columns, the
-    Gram-block distances) and LOBPCG on the large components (dense_limit below n)."""
-    from ensclust.methods import _spce_pairs
-    from ensclust.methods import spce as spce_module
-    P, _ = _noisy_ensemble(31, n=160, c=8, noise=0.3)
-    for theta in (0.1, 0.3):
-        fits = []
-        for fast in (True, False):
-            monkeypatch.setattr(spce_module._StageTerms, "prune", fast)
-            monkeypatch.setattr(_spce_pairs.PairTable, "reuse_components", fast)
-            method = get_method("spce", theta=theta, dense_limit=60)
-            labels = method.fit_predict(P, 8)
-            fits.append((labels, method.diagnostics_, method.consensus_matrix_))
-        (la, da, Sa), (lb, db, Sb) = fits
-        assert np.array_equal(la, lb)
-        for key in ("rho", "branch", "objective", "objective_eq6", "n_components_trace", "alpha"):
-            assert da[key] == db[key], (theta, key)
-        assert (Sa != Sb).nnz == 0 and np.array_equal(Sa.data, Sb.data)
-        if theta == 0.1:   # the paths named above were taken
-            assert da["lobpcg_calls"] > 0 and min(da["n_components_trace"]) < 8 - 4
-
-
-@pytest.mark.parametrize("variant", ["spce", "spce-fixw"])
-def test_initial_weights_by_pattern_is_bitwise_formula(variant):
-    """W of eq. (13) built per pattern where S = 0 and by the formula elsewhere equals the formula on every
-    pair, bit for bit (sparse S, dense S above half the pairs, and S = 0 everywhere)."""
-    rng = np.random.default_rng(20)
-    method = get_method(variant, theta=0.1)
-    n_pairs, n_patterns, m = 4000, 50, 10
-    pattern = rng.integers(0, n_patterns, n_pairs).astype(np.int32)
-    inv_alpha = 1 / rng.dirichlet(np.ones(m))
-    g = rng.integers(0, 2, (n_patterns, m)).astype(float) @ inv_alpha
-    a = float(inv_alpha.sum())
-    for density in (0.0, 0.05, 0.4, 0.9, 1.0):
-        S = np.where(rng.random(n_pairs) < density, rng.uniform(0, 1, n_pairs), 0.0)
-        S[rng.random(n_pairs) < 0.02] = 1.0
-        for lam in (0.5, 30.0, 1e4):
-            G = g[pattern]
-            expected = self_paced_weights(a * S * S - 2.0 * S * G + G, lam)
-            W = method._initial_weights(S, g, pattern, a, lam, None)
-            assert np.array_equal(W.view(np.int64), expected.view(np.int64)), (density, lam)
-            junk = rng.uniform(-5, 5, n_pairs)   # a recycled buffer (the previous stage's W)
-            W = method._initial_weights(S, g, pattern, a, lam, None, out=junk)
-            assert np.array_equal(W.view(np.int64), expected.view(np.int64)), (density, lam)
-    B = np.array([-1e-17, 0.0, 1e-300, 0.25, 4.0])
-    assert np.array_equal(self_paced_weights(B, 1.0), [1.0, 1.0, 1.0, 1.0, 0.125])
-
-
-@pytest.mark.parametrize("fill", [0.02, 0.6])
-def test_lobpcg_operator_is_the_block_laplacian(fill, monkeypatch):
-    """The operator handed to LOBPCG equals D - S of the block, bit for bit: sparse below the fill
-    threshold, densified above it (written directly, not via the sparse difference), with the decision
-    taken on the nnz the sparse D - S would have."""
-    from scipy import sparse
-
-    from ensclust.methods import _spce_spectrum
-    from ensclust.methods._spce_spectrum import DENSE_OPERATOR_FILL, _block_laplacian, _component_eigenpairs
-    rng = np.random.default_rng(21)
-    n = 120
-    A = np.triu(rng.uniform(0, 1, (n, n)) * (rng.random((n, n)) < fill), 1)
-    A[np.arange(n - 1), np.arange(1, n)] = 0.25   # one connected component
-    S_sym = sparse.csr_matrix(A + A.T)
-    seen = []
-    real_lobpcg = _spce_spectrum.lobpcg
-
-    def spy(L, X, **kwargs):
-        seen.append(L)
-        return real_lobpcg(L, X, **kwargs)
-
-    monkeypatch.setattr(_spce_spectrum, "lobpcg", spy)
-    idx = np.arange(5, n)
-    for block in (None, idx):
-        _component_eigenpairs(S_sym, block, 3, None, 0, 10, 1e-8, 50)
-        ref, _ = _block_laplacian(S_sym, block)
-        m = ref.shape[0]
-        operator = seen[-1]
-        if ref.nnz > DENSE_OPERATOR_FILL * m * m:
-            assert fill > 0.3 and isinstance(operator, np.ndarray)
-            assert np.array_equal(operator.view(np.int64), ref.toarray().view(np.int64))   # +0.0 zeros too
-        else:
-            assert fill < 0.3 and sparse.issparse(operator)
-            assert np.array_equal(operator.toarray().view(np.int64), ref.toarray().view(np.int64))
-            assert operator.nnz == ref.nnz

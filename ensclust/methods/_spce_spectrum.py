@@ -26,10 +26,6 @@ from scipy.sparse.linalg import lobpcg
 
 from ensclust.errors import UserError
 
-#: Counters of the iterative eigensolver (read and reset by the SPCE fit for its diagnostics).
-STATS = {"lobpcg_calls": 0, "lobpcg_warnings": 0}
-DENSE_OPERATOR_FILL = 0.3  # blocks filled above this fraction are handed to LOBPCG as dense arrays
-
 
 @dataclass
 class Embedding:
@@ -43,13 +39,14 @@ class Embedding:
     weight: np.ndarray
     extra: np.ndarray
 
-    def sqdist(self, rows: np.ndarray, cols: np.ndarray, block_entries: int = 8_000_000,
-               work: dict | None = None) -> np.ndarray:
+    def sqdist(self, rows: np.ndarray, cols: np.ndarray, block_entries: int = 8_000_000) -> np.ndarray:
         """||y_p - y_q||^2 for the pairs (rows[t], cols[t]); ``rows`` must be non-decreasing.
 
-        ``work``: a dict owned by the caller in which the row-block Gram products are written (the same
-        BLAS call on the same operands as without it, only into a kept buffer: a fresh 64 MB block per
-        product cost more in page faults than the product itself).
+        Element-wise: the distance of a pair does not depend on which other pairs are asked for (the Gram
+        products are always the same row blocks of the same n x n product), so the distances of a subset
+        equal the corresponding entries of the distances of all pairs, bit for bit. Up to 4 extra columns
+        the differences are summed column by column, above that through Gram blocks; the two formulas
+        round differently, and the results of the method depend on that choice.
         """
         w = self.weight
         # indicator part: 0 inside a component, w_p + w_q across components (w = 1/size or 0)
@@ -72,19 +69,13 @@ class Embedding:
         step = max(1, block_entries // max(n, 1))
         bounds = np.searchsorted(rows, np.arange(0, n + step, step))
         VT = np.ascontiguousarray(V.T)
-        buffer = None
-        if work is not None:
-            buffer = work.get("gram")
-            if buffer is None or buffer.shape[1] != n or buffer.shape[0] < min(step, n):
-                buffer = work["gram"] = np.empty((min(step, n), n))
         for b, start in enumerate(range(0, n, step)):
             lo, hi = bounds[b], bounds[b + 1]
             if lo == hi:
                 continue
             block = V[start:start + step]
-            K = block @ VT if buffer is None else np.matmul(block, VT, out=buffer[:block.shape[0]])
-            # K[rows - start, cols] through flat positions (np.take on the raveled block: 2x faster than the
-            # two-array fancy index, the same entries)
+            K = block @ VT
+            # K[rows - start, cols] through flat positions of the raveled block
             flat = (rows[lo:hi] - start).astype(np.int64)
             flat *= n
             flat += cols[lo:hi]
@@ -96,31 +87,20 @@ class Spectrum:
     """Result of :func:`smallest_eigenpairs`.
 
     Attributes: ``embedding`` (Y, an :class:`Embedding`), ``n_components``, ``values`` (the c+1 smallest
-    eigenvalues, None when not computed), ``labels`` (connected-component labels of S != 0) and ``trace``
-    (tr(Y^T L Y) = sum of the eigenvalues of the columns of Y).
-
-    ``embedding=None`` with ``n_clusters=c``: Y is made of the indicators of the c largest components and
-    is only built when read (with more than c components SPCE's rank test halves rho and keeps the previous
-    Y, so it is usually never read).
+    eigenvalues, None when not computed), ``labels`` (connected-component labels of S != 0), ``trace``
+    (tr(Y^T L Y) = sum of the eigenvalues of the columns of Y), ``lobpcg_calls`` (iterative solves behind
+    this spectrum) and ``lobpcg_not_converged`` (of which stopped above the tolerance).
     """
 
-    def __init__(self, embedding: Embedding | None, n_components: int, values: np.ndarray | None,
-                 labels: np.ndarray, trace: float = 0.0, n_clusters: int | None = None):
-        if embedding is None and n_clusters is None:
-            raise ValueError("Spectrum: give the embedding or the number of clusters of its indicators")
-        self._embedding = embedding
-        self._n_clusters = n_clusters
+    def __init__(self, embedding: Embedding, n_components: int, values: np.ndarray | None, labels: np.ndarray,
+                 trace: float = 0.0, lobpcg_calls: int = 0, lobpcg_not_converged: int = 0):
+        self.embedding = embedding
         self.n_components = n_components
         self.values = values
         self.labels = labels
         self.trace = trace
-
-    @property
-    def embedding(self) -> Embedding:
-        if self._embedding is None:
-            sizes = np.bincount(self.labels, minlength=self.n_components)
-            self._embedding = _indicator_embedding(self.labels, sizes, self._n_clusters, self.labels.shape[0])
-        return self._embedding
+        self.lobpcg_calls = lobpcg_calls
+        self.lobpcg_not_converged = lobpcg_not_converged
 
 
 def _indicator_embedding(comp: np.ndarray, sizes: np.ndarray, c: int, n: int) -> Embedding:
@@ -156,16 +136,18 @@ def _dense_laplacian(sub: sparse.csr_matrix, deg: np.ndarray | None = None) -> n
 
 
 def _component_eigenpairs(S_sym, idx, q, warm, rng_seed, dense_limit, tol, maxiter):
-    """The q smallest nonzero eigenpairs of the Laplacian of one connected component."""
+    """The q smallest nonzero eigenpairs of the Laplacian of one connected component.
+
+    Returns ``(values, vectors, solver)`` with solver None (dense ``eigh``), "lobpcg" (converged) or
+    "lobpcg-not-converged" (stopped above the tolerance; LOBPCG's warning is counted, not printed).
+    """
     sub = S_sym if idx is None else S_sym[idx][:, idx]
     s = sub.shape[0]
     if s <= dense_limit or q + 1 >= s // 5:
         L = _dense_laplacian(sub)
         vals, vecs = scipy.linalg.eigh(L, subset_by_index=[1, q], overwrite_a=True, check_finite=False)
-        return vals, vecs
+        return vals, vecs, None
     deg = np.asarray(sub.sum(axis=1)).ravel()
-    # nnz of the sparse D - S (S stores no zeros and no diagonal, so every S_pq and every deg_p != 0 stays)
-    dense_operator = sub.nnz + np.count_nonzero(deg) > DENSE_OPERATOR_FILL * s * s
     constant = np.full((s, 1), 1.0 / np.sqrt(s))
     X0 = np.zeros((s, q))
     have = 0
@@ -179,27 +161,20 @@ def _component_eigenpairs(S_sym, idx, q, warm, rng_seed, dense_limit, tol, maxit
         X0[:, have:] = np.random.default_rng(rng_seed).standard_normal((s, q - have))
     X0, _ = np.linalg.qr(X0)
     precond = sparse.diags(1.0 / np.maximum(deg, 1e-12))
-    if dense_operator:
-        # A nearly full block multiplies faster as a dense BLAS matrix than as CSR (8 vs 12+ bytes/entry).
-        # Written directly: the same array as densifying the sparse D - S, without building the latter.
-        L = _dense_laplacian(sub, deg)
-    else:
-        L = sparse.diags(deg) - sub
+    L = sparse.diags(deg) - sub
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         vals, vecs = lobpcg(L, X0, M=precond, Y=constant, tol=tol, maxiter=maxiter, largest=False)
-    if caught:  # LOBPCG warns when it stops above the tolerance; counted in the diagnostics instead
-        STATS["lobpcg_warnings"] += 1
-    STATS["lobpcg_calls"] += 1
     order = np.argsort(vals, kind="stable")
-    return vals[order], vecs[:, order]
+    return vals[order], vecs[:, order], "lobpcg-not-converged" if caught else "lobpcg"
 
 
 def indicator_spectrum(comp: np.ndarray, k: int, c: int, rank_test: str = "eigen") -> Spectrum:
     """The spectrum when S != 0 has k > c components: the c + 1 smallest eigenvalues are all 0 and Y is
     made of component indicators (no eigensolver needed)."""
     values = np.zeros(c + 1) if rank_test == "eigen" else None
-    return Spectrum(None, int(k), values, comp, n_clusters=c)   # Y built on first use
+    return Spectrum(_indicator_embedding(comp, np.bincount(comp, minlength=k), c, comp.shape[0]), int(k), values,
+                    comp)
 
 
 def smallest_eigenpairs(S_upper: sparse.csr_matrix, c: int, *, rank_test: str = "eigen", previous=None,
@@ -247,6 +222,7 @@ def smallest_eigenpairs(S_upper: sparse.csr_matrix, c: int, *, rank_test: str = 
     warm = previous.extra if previous is not None and previous.extra.shape[1] else None
     order = np.argsort(comp, kind="stable")
     starts = np.concatenate([[0], np.cumsum(sizes)])
+    solvers = []
     for j in range(k):
         q = min(n_values, int(sizes[j]) - 1)
         if q <= 0:
@@ -255,7 +231,8 @@ def smallest_eigenpairs(S_upper: sparse.csr_matrix, c: int, *, rank_test: str = 
         local_warm = None
         if warm is not None:
             local_warm = warm if idx is None else warm[idx]
-        vals, vecs = _component_eigenpairs(S_sym, idx, q, local_warm, 1000 + j, dense_limit, tol, maxiter)
+        vals, vecs, solver = _component_eigenpairs(S_sym, idx, q, local_warm, 1000 + j, dense_limit, tol, maxiter)
+        solvers.append(solver)
         for t in range(len(vals)):
             candidates.append((float(vals[t]), j, vecs[:, t]))
     candidates.sort(key=lambda item: (item[0], item[1]))
@@ -272,4 +249,6 @@ def smallest_eigenpairs(S_upper: sparse.csr_matrix, c: int, *, rank_test: str = 
         values = np.concatenate([np.zeros(k), nonzero, np.full(max(0, c + 1 - k - len(nonzero)), np.inf)])
         values = values[:c + 1]
     trace = float(sum(v for v, _, _ in candidates[:n_vectors]))
-    return Spectrum(emb, int(k), values, comp, trace)
+    return Spectrum(emb, int(k), values, comp, trace,
+                    lobpcg_calls=sum(s is not None for s in solvers),
+                    lobpcg_not_converged=solvers.count("lobpcg-not-converged"))
