@@ -107,3 +107,22 @@ def test_yaml_scientific_floats_and_grid_in_config():
     method = cfg.methods[1]
     assert method.tuning == "oracle-best-mean"
     assert [p["theta"] for p in method.points] == [0.1, 0.2]
+
+
+def test_a_methods_code_revision_enters_only_its_own_cells_fingerprints(monkeypatch):
+    # a change of a method's code that changes its labels raises its revision: its stored cells are then
+    # recomputed, while every other cell (and every method at revision 0) keeps its fingerprint
+    from ensclust.experiment.config import ExperimentConfig
+    from ensclust.experiment.plan import plan_cells
+    from ensclust.methods import get_method_class
+
+    text = BASE + "  - name: lwea\n"
+    before = {c["method"]: c["fingerprint"] for c in plan_cells(load_config_text(text, "cfg.yaml"))}
+    monkeypatch.setattr(get_method_class("eac-al"), "revision", 2)
+    cfg = load_config_text(text, "cfg.yaml")
+    after = {c["method"]: c["fingerprint"] for c in plan_cells(cfg)}
+    assert after["eac-al"] != before["eac-al"] and after["lwea"] == before["lwea"]
+    saved = cfg.to_dict()
+    assert saved["methods"][0]["revision"] == 2 and "revision" not in saved["methods"][1]
+    reloaded = [c["fingerprint"] for c in plan_cells(ExperimentConfig.from_dict(saved))]
+    assert reloaded == [c["fingerprint"] for c in plan_cells(cfg)]

@@ -81,6 +81,7 @@ class MethodSpec:
     paper_param: str | None = None
     points: list = field(default_factory=list)  # expanded, validated parameter dicts
     repetitions: int | None = None  # None: all of the ensemble's repetitions
+    revision: int = 0  # the method's code revision (ConsensusMethod.revision), part of the cell fingerprint
 
     @property
     def is_pseudo(self) -> bool:
@@ -110,7 +111,11 @@ class ExperimentConfig:
     source: str = ""  # the config file path (informational)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        out = asdict(self)
+        for method in out["methods"]:
+            if not method["revision"]:  # revision 0 is implied: older experiment.json files have no such key
+                del method["revision"]
+        return out
 
     @classmethod
     def from_dict(cls, d: dict) -> ExperimentConfig:
@@ -328,7 +333,8 @@ def _validate_method(v: _Validator, entry, i: int) -> MethodSpec:
                       paper_param=v.string(entry.get("paper_param"), path + ("paper_param",), allow_none=True),
                       points=points,
                       repetitions=(None if entry.get("repetitions") is None
-                                   else v.integer(entry["repetitions"], path + ("repetitions",), low=1)))
+                                   else v.integer(entry["repetitions"], path + ("repetitions",), low=1)),
+                      revision=0 if key in PSEUDO_METHODS else int(cls.revision))
 
 
 def _declared_names(v: _Validator, cls, values: dict, path) -> dict:

@@ -4,7 +4,8 @@ A cell is a dict with ``dataset``, ``method`` (row label), ``method_name`` (regi
 (pseudo-methods only), ``point`` (index in the method's grid), ``params`` (canonical JSON), ``rep`` (-1 for
 a pool-level statistic), ``seed`` and ``fingerprint``. The fingerprint hashes everything that determines the
 cell's result (the dataset's data, preprocessing and pool, the ensemble draws, the seed, the metrics, the
-method and its parameters, the repetition), so a stored result is reused only while all of these are unchanged.
+method, its code revision and its parameters, the repetition), so a stored result is reused only while all of
+these are unchanged.
 The store and the runner both plan through this module (neither imports the other for it).
 """
 
@@ -30,9 +31,13 @@ def plan_cells(config: ExperimentConfig) -> list[dict]:
                         else list(range(min(reps, method.repetitions or reps))))
             for point_index, params in enumerate(method.points):
                 pjson = canonical_json(params)
+                # a method's code revision counts only from 1 on: the cells of unrevised methods keep the
+                # fingerprints they had before revisions existed
+                revision = f"\x1frev{method.revision}" if method.revision else ""
                 for rep in rep_list:
                     fingerprint = hashlib.sha256(
-                        f"{ds_fp}\x1f{method.name}\x1f{method.scope}\x1f{pjson}\x1f{rep}".encode()).hexdigest()[:20]
+                        f"{ds_fp}\x1f{method.name}\x1f{method.scope}\x1f{pjson}\x1f{rep}{revision}".encode()
+                    ).hexdigest()[:20]
                     cells.append({
                         "dataset": ds.label, "method": method.label, "method_name": method.name,
                         "scope": method.scope if method.is_pseudo else None,

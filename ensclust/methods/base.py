@@ -174,6 +174,10 @@ class ConsensusMethod(ClusterMixin, BaseEstimator):
     accepts_missing: ClassVar[bool] = False
     missing_doc: ClassVar[str] = ""
     summary: ClassVar[str] = ""
+    #: Raised by one whenever a change of the method's code changes its labels for the same inputs and seed.
+    #: It enters the fingerprint of every experiment cell of the method (ensclust.experiment.plan), so stored
+    #: results of an older revision are recomputed instead of being reused as if the current code made them.
+    revision: ClassVar[int] = 0
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

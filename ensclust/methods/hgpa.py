@@ -70,6 +70,8 @@ class HGPA(ConsensusMethod):
     name = "hgpa"
     summary = "Strehl & Ghosh HGPA: Mt-KaHyPar min-cut of the cluster hypergraph"
     randomized = True
+    # 1: the seed reaches Mt-KaHyPar, identical label rows are one weighted vertex, no 1000-pin hyperedge limit
+    revision = 1
     may_return_other_k = True
     params = {
         "edge_weight": Param("size", type="str", choices=("size", "unit"),
