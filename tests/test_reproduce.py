@@ -192,23 +192,28 @@ table1,ARI,LW,Iris,0.5,,,theta=0.4;again;absolute value at default
 """
 
 
-def test_offset_cells_are_our_offsets_from_the_reference(tmp_path, monkeypatch, capsys):
+def _reproduce_offsets(tmp_path, monkeypatch, capsys, manifest: str, config: str, paper: str) -> pd.DataFrame:
+    """Run the toy offsets paper (manifest, one config 'toyoff_a', its paper CSV); the assembled table."""
     manifests, tables = tmp_path / "m", tmp_path / "t" / "toyoff"
     manifests.mkdir()
     tables.mkdir(parents=True)
-    (manifests / "toyoff.yaml").write_text(OFFSET_MANIFEST)
-    (manifests / "toyoff_a.yaml").write_text(CONFIG.replace("compare_to: toy/table1_ari.csv",
-                                                            "compare_to: toyoff/table1_offsets.csv").format(
-        name="toyoff_a", reps=3, datasets="  - {name: iris, label: Iris}",
-        methods='  - {name: lwea, label: LW, params: {theta: 0.4},'
-                ' paper_param: "theta=0.4;absolute value at default"}\n'
-                "  - {name: lwea, label: LWT, grid: {theta: [0.2, 0.8]}, tuning: each}"))
-    (tables / "table1_offsets.csv").write_text(OFFSET_PAPER)
+    (manifests / "toyoff.yaml").write_text(manifest)
+    (manifests / "toyoff_a.yaml").write_text(config)
+    (tables / "table1_offsets.csv").write_text(paper)
     monkeypatch.setenv("ENSCLUST_MANIFESTS", str(manifests))
     monkeypatch.setenv("ENSCLUST_PAPER_TABLES", str(tmp_path / "t"))
     code, _, err = invoke_cli(capsys, "reproduce", "toyoff", "--results", str(tmp_path / "r"), "--quiet")
     assert code == 0, err
-    frame = pd.read_csv(tmp_path / "r" / "papers" / "toyoff" / "table1_offsets.csv", keep_default_na=False)
+    return pd.read_csv(tmp_path / "r" / "papers" / "toyoff" / "table1_offsets.csv", keep_default_na=False)
+
+
+def test_offset_cells_are_our_offsets_from_the_reference(tmp_path, monkeypatch, capsys):
+    config = CONFIG.replace("compare_to: toy/table1_ari.csv", "compare_to: toyoff/table1_offsets.csv").format(
+        name="toyoff_a", reps=3, datasets="  - {name: iris, label: Iris}",
+        methods='  - {name: lwea, label: LW, params: {theta: 0.4},'
+                ' paper_param: "theta=0.4;absolute value at default"}\n'
+                "  - {name: lwea, label: LWT, grid: {theta: [0.2, 0.8]}, tuning: each}")
+    frame = _reproduce_offsets(tmp_path, monkeypatch, capsys, OFFSET_MANIFEST, config, OFFSET_PAPER)
     tables_csv = pd.read_csv(tmp_path / "r" / "toyoff_a" / "table_ari.csv")
     mean = dict(zip(tables_csv["method"], tables_csv["mean"], strict=True))
     assert list(frame["status"]) == ["compared"] * 4
@@ -275,25 +280,15 @@ table1,C_fro_relative_change,EC,Iris,0,,,gamma2=1;|(||C||_F - ||C_default||_F)| 
 def test_relative_change_cells_use_the_recorded_consensus_norm(tmp_path, monkeypatch, capsys):
     # EC-CMS Table III's ||C||_F row: |norm at the setting - norm at the default| / norm at the default,
     # from the consensus_fro the runner records (the Frobenius norm of the fitted method's consensus matrix)
-    manifests, tables = tmp_path / "m", tmp_path / "t" / "toyoff"
-    manifests.mkdir()
-    tables.mkdir(parents=True)
-    (manifests / "toyoff.yaml").write_text(OFFSET_MANIFEST.replace(
-        'reference: "absolute value at default"}',
-        'reference: "absolute value at default", relative: "/ ||C_default||_F"}'))
+    manifest = OFFSET_MANIFEST.replace('reference: "absolute value at default"}',
+                                       'reference: "absolute value at default", relative: "/ ||C_default||_F"}')
     config = CONFIG.replace("compare_to: toy/table1_ari.csv", "compare_to: toyoff/table1_offsets.csv")
-    config = config.replace("metrics: [ari, nmi]", "metrics: [ari, consensus_fro]")
-    (manifests / "toyoff_a.yaml").write_text(config.format(
+    config = config.replace("metrics: [ari, nmi]", "metrics: [ari, consensus_fro]").format(
         name="toyoff_a", reps=2, datasets="  - {name: iris, label: Iris}",
         methods='  - {name: eccms, label: EC, params: {max_iter: 20}, paper_param: "gamma2=1;absolute value at default"}\n'
                 "  - {name: eccms, label: ECG, grid: {gamma2: [0.01]}, params: {max_iter: 20}, tuning: each}\n"
-                "  - {name: km-avg, label: KM}"))
-    (tables / "table1_offsets.csv").write_text(RELATIVE_PAPER)
-    monkeypatch.setenv("ENSCLUST_MANIFESTS", str(manifests))
-    monkeypatch.setenv("ENSCLUST_PAPER_TABLES", str(tmp_path / "t"))
-    code, _, err = invoke_cli(capsys, "reproduce", "toyoff", "--results", str(tmp_path / "r"), "--quiet")
-    assert code == 0, err
-    frame = pd.read_csv(tmp_path / "r" / "papers" / "toyoff" / "table1_offsets.csv", keep_default_na=False)
+                "  - {name: km-avg, label: KM}")
+    frame = _reproduce_offsets(tmp_path, monkeypatch, capsys, manifest, config, RELATIVE_PAPER)
     norms = pd.read_csv(tmp_path / "r" / "toyoff_a" / "table_consensus_fro.csv")
     norm = dict(zip(norms["method"], norms["mean"], strict=True))
     assert norm["EC"] > 1 and math.isnan(norm["KM"])  # a base-clustering row has no consensus matrix

@@ -12,30 +12,11 @@ to show how far rounding alone moves a 50-iteration ACMK run.
 import argparse
 import csv
 import json
-import os
-import sys
-import types
 
 import numpy as np
 
-
-def load(spec):
-    if spec == "new":
-        import ensclust.methods.acmk as mod
-        return mod
-    name, folder = spec.split("=", 1)
-    pkg = f"_acmk_{name}"
-    sys.modules[pkg] = types.ModuleType(pkg)
-    sys.modules[pkg].__path__ = [folder]
-    for sub in ("_acmk_ops", "acmk"):
-        src = open(os.path.join(folder, f"{sub}.py")).read()
-        src = src.replace("from ensclust.methods._acmk_ops import", f"from {pkg}._acmk_ops import")
-        src = src.replace("@register\n", "")
-        m = types.ModuleType(f"{pkg}.{sub}")
-        m.__file__ = os.path.join(folder, f"{sub}.py")
-        sys.modules[m.__name__] = m
-        exec(compile(src, m.__file__, "exec"), m.__dict__)
-    return sys.modules[f"{pkg}.acmk"]
+# the old or new acmk module, loaded as the benchmark script loads it (same folder)
+from bench_acmk import _load_code as load  # noqa: E402
 
 
 def main():

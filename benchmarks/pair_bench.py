@@ -1,7 +1,7 @@
 """Before/after timing of benchmark entries: the code of two source trees, interleaved in one run, same load.
 
     git archive <before-commit> ensclust | tar -x -C /tmp/before
-    python pair_bench.py --before /tmp/before --after . benchmarks/rsec.yaml [more.yaml] \
+    python benchmarks/pair_bench.py --before /tmp/before --after . benchmarks/rsec.yaml [more.yaml] \
         [--only rsec-h] [--repeat 1] --out results/bench/rsec_s6/pairs.csv
 
 Every fit runs in a fresh subprocess of this interpreter with ``PYTHONPATH`` = the tree (so ``ensclust`` is
