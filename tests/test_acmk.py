@@ -444,22 +444,25 @@ def test_deterministic_and_solver_options():
         assert acc(y, labels) > 0.9, extra
 
 
-def test_admm_cache_gives_the_same_result_and_sparse_features_work(monkeypatch):
+def test_admm_cache_gives_the_same_result_and_sparse_features_work():
+    # ACMK-KM and ACMK-SC given one caller-owned cache solve the ADMM once; without a cache (the default)
+    # nothing is kept between fits, so a result never depends on what ran before in the process
     from scipy import sparse
 
-    from ensclust.methods import acmk as acmk_module
+    from ensclust.core.cache import SolveCache
 
     X, members, y = _four_blobs(seed=4, n=80)
-    acmk_module._ADMM_CACHE.clear()
-    km = get_method("acmk-km", max_iter=3)
+    cache = SolveCache()
+    km = get_method("acmk-km", max_iter=3, memory=cache)
     km.fit(members, 4, X=X, random_state=1)
-    sc = get_method("acmk-sc", max_iter=3)
+    sc = get_method("acmk-sc", max_iter=3, memory=cache)
     sc.fit(members, 4, X=sparse.csr_matrix(X), random_state=1)  # same X as a sparse matrix: a cache hit
-    assert not km.diagnostics_["admm_cached"] and sc.diagnostics_["admm_cached"]
-    monkeypatch.setenv("ENSCLUST_ACMK_CACHE_MB", "0")
+    assert not km.diagnostics_["admm_cached"] and sc.diagnostics_["admm_cached"] and len(cache) == 1
     fresh = get_method("acmk-sc", max_iter=3)
     fresh.fit(members, 4, X=X, random_state=1)
-    assert not fresh.diagnostics_["admm_cached"]
+    again = get_method("acmk-sc", max_iter=3)
+    again.fit(members, 4, X=X, random_state=1)
+    assert not fresh.diagnostics_["admm_cached"] and not again.diagnostics_["admm_cached"]
     assert np.array_equal(fresh.consensus_matrix_, sc.consensus_matrix_)
     assert np.array_equal(fresh.labels_, sc.labels_)
     assert fresh.diagnostics_["objective"] == sc.diagnostics_["objective"]

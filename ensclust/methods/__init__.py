@@ -38,31 +38,16 @@ from ensclust.errors import UserError, did_you_mean, unknown_name_error
 from ensclust.methods.base import ConsensusMethod, Param, python_name
 
 __all__ = ["ConsensusMethod", "Param", "register", "get_method", "get_method_class", "list_methods",
-           "method_names", "method_source", "is_plugin_spec", "ENTRY_POINT_GROUP",
-           "register_result_cache", "clear_result_caches"]
+           "method_names", "method_source", "is_plugin_spec", "ENTRY_POINT_GROUP"]
 
 ENTRY_POINT_GROUP = "ensclust.methods"
 
 _REGISTRY: dict[str, type[ConsensusMethod]] = {}
 _DISCOVERED = False
-_CACHE_CLEARERS: list = []
 #: plug-ins loaded in this process, by the name they declare (so that ``get_method(cls.name)`` finds them)
 _PLUGINS: dict[str, type[ConsensusMethod]] = {}
 #: where each loaded plug-in came from, shown by ``ensclust methods``
 _SOURCES: dict[type, str] = {}
-
-
-def register_result_cache(clear) -> None:
-    """Register the ``clear()`` of a module's in-process result cache (e.g. ACMK-KM/-SC sharing one ADMM run)."""
-    if clear not in _CACHE_CLEARERS:
-        _CACHE_CLEARERS.append(clear)
-
-
-def clear_result_caches() -> None:
-    """Empty every in-process result cache, so that the next fit computes everything (benchmarks)."""
-    _discover()
-    for clear in _CACHE_CLEARERS:
-        clear()
 
 
 def register(cls: type[ConsensusMethod]) -> type[ConsensusMethod]:

@@ -38,18 +38,16 @@ cluster means of X, which is what Lloyd's K-means returns at convergence (spec O
 
 from __future__ import annotations
 
-import hashlib
-import os
 import time
-from collections import OrderedDict
 
 import numpy as np
 
+from ensclust.core.cache import check_memory
 from ensclust.core.coassoc import coassociation
 from ensclust.core.simplex import simplex_qp
 from ensclust.core.spectral import kmeans_labels, spectral_clustering
 from ensclust.errors import UserError
-from ensclust.methods import register, register_result_cache
+from ensclust.methods import register
 from ensclust.methods._acmk_ops import (
     GEMM_BLOCK_ELEMENTS,
     ASubproblem,
@@ -265,68 +263,18 @@ _PARAMS = {
     "compress": Param(True, type="bool", doc="replace X by U Sigma when d > n (exact)", source=f"{SPEC} 3.0"),
     "n_init": Param(10, type="int", low=1, doc="restarts of the final k-means (both variants)",
                     source=f"{SPEC} 4.1 / A10"),
+    "memory": Param(None, type="memory",
+                    doc="cache of the deterministic ADMM (None, a folder path, a joblib.Memory or an "
+                        "ensclust.core.cache.SolveCache); ACMK-KM and ACMK-SC given the same cache solve once",
+                    source="ensclust choice (scikit-learn's memory convention; the runner passes one per data set)"),
 }
 
 
-# A small in-process cache of finished ADMM runs: ACMK-KM and ACMK-SC differ only in the final step, so a
-# runner that fits both on the same ensemble (same X, members and ADMM parameters) solves the ADMM once.
-# The ADMM itself uses no randomness, so a cached result is identical to a recomputed one. Bounded by
-# ENSCLUST_ACMK_CACHE_MB (default 512 MB of consensus graphs); set it to 0 to disable.
-_ADMM_CACHE: OrderedDict[str, dict] = OrderedDict()
-_FINAL_ONLY = ("n_init",)
-
-
-def clear_admm_cache() -> None:
-    """Forget cached ADMM runs and compressed features (benchmarks time the full fit)."""
-    _ADMM_CACHE.clear()
-    _COMPRESSED.clear()
-
-
-def _cache_budget() -> int:
-    return int(float(os.environ.get("ENSCLUST_ACMK_CACHE_MB", "512")) * 2**20)
-
-
-_COMPRESSED: dict[str, np.ndarray] = {}  # one entry: the compressed features of the last X seen
-
-
-register_result_cache(clear_admm_cache)
-
-
-def _features_key(X) -> str:
-    X = np.ascontiguousarray(X)
-    h = hashlib.sha256(repr((X.shape, str(X.dtype))).encode())
-    h.update(X.tobytes())
-    return h.hexdigest()
-
-
-def _compressed_features(X, x_key: str) -> np.ndarray:
-    """compress_features(X), computed once per distinct X (all cells of a data set share it)."""
-    if x_key not in _COMPRESSED:
-        _COMPRESSED.clear()
-        _COMPRESSED[x_key] = compress_features(X)
-    return _COMPRESSED[x_key]
-
-
-def _cached_run(X, labels, params, **kwargs) -> tuple[dict, bool]:
-    budget = _cache_budget()
-    x_key = _features_key(X)
-    if kwargs.get("compress", True):
-        X = _compressed_features(X, x_key)
-    if budget <= 0 or labels.shape[0] ** 2 * 4 > budget:
-        return run_acmk(X, labels, **kwargs), False
-    h = hashlib.sha256(x_key.encode())
-    h.update(repr(labels.shape).encode())
-    h.update(np.ascontiguousarray(labels).tobytes())
-    h.update(repr(sorted((k, v) for k, v in params.items() if k not in _FINAL_ONLY)).encode())
-    key = h.hexdigest()
-    if key in _ADMM_CACHE:
-        _ADMM_CACHE.move_to_end(key)
-        return _ADMM_CACHE[key], True
-    result = run_acmk(X, labels, **kwargs)
-    _ADMM_CACHE[key] = result
-    while sum(r["W"].nbytes for r in _ADMM_CACHE.values()) > budget:
-        _ADMM_CACHE.popitem(last=False)
-    return result, False
+def _admm(X, labels, solver_params: dict) -> dict:
+    """The deterministic ADMM of an ACMK fit (spec 3.1-3.3): a function of its arguments only, so a ``memory``
+    cache (:mod:`ensclust.core.cache`) may return a stored run; ACMK-KM and ACMK-SC differ only in the final
+    step and share it that way."""
+    return run_acmk(X, labels, **solver_params)
 
 
 class _ACMK(ConsensusMethod):
@@ -342,11 +290,15 @@ class _ACMK(ConsensusMethod):
             raise UserError(f"{self.name}: n_base={v} but only {members.shape[1]} base clusterings were given")
         labels = members[:, :v]
         X = X.toarray() if hasattr(X, "toarray") else np.asarray(X)  # sparse tf-idf: X~ = U Sigma is dense anyway
-        result, cached = _cached_run(
-            X, labels, p, lam=p["lambda"], k=p["k"], max_iter=p["max_iter"], tol=p["tol"], feas_tol=p["feas_tol"],
-            inner_iter=p["inner_iter"], inner_memory=p["inner_memory"], inner_pgtol=p["inner_pgtol"],
-            mu0=p["mu0"], rho=p["rho"], mu_max=p["mu_max"], dtype=p["dtype"],
-            g_step=p["g_step"], recompute_f=p["recompute_f"], compress=p["compress"])
+        solver_params = dict(lam=p["lambda"], k=p["k"], max_iter=p["max_iter"], tol=p["tol"],
+                             feas_tol=p["feas_tol"], inner_iter=p["inner_iter"], inner_memory=p["inner_memory"],
+                             inner_pgtol=p["inner_pgtol"], mu0=p["mu0"], rho=p["rho"], mu_max=p["mu_max"],
+                             dtype=p["dtype"], g_step=p["g_step"], recompute_f=p["recompute_f"],
+                             compress=p["compress"])
+        solve = check_memory(p["memory"]).cache(_admm)
+        check = getattr(solve, "check_call_in_cache", None)
+        cached = bool(check(X, labels, solver_params)) if check is not None else False
+        result = solve(X, labels, solver_params)
         W = result["W"]
         if self.final == "sc":
             # spec 3.4 ACMK-SC: normalised spectral clustering (NJW) on W* = sym(W), 10 k-means restarts

@@ -808,26 +808,20 @@ def _solve_topology(members: np.ndarray, n_clusters: int, solve_params: dict) ->
     for the no-topo ablation), with the solver's diagnostics.
     """
     p = solve_params
-    n = members.shape[0]
     dtype = np.float64 if p["dtype"] == "float64" else np.float32
-    from threadpoolctl import threadpool_limits
-
-    # Small matrices: multi-threaded BLAS is far slower than one thread on a shared 2-core box (spec 6).
-    limit = 1 if n < 1000 else None
-    with threadpool_limits(limits=limit, user_api="blas"):
-        A = coassociation(members, dtype=np.float64)
-        khn, info = knn_weights(A, n_clusters, p["nn_rate"])
-        G = connection_matrices(khn, p["order"], threshold=p["order_threshold"])
-        del khn
-        A = A.astype(dtype, copy=False)
-        G = [g.astype(dtype, copy=False) for g in G]
-        out = solve_awec(A, G, n_clusters, lam=p["lambda"], gamma=p["gamma"], delta=p["delta"], mu0=p["mu0"],
-                         rho=p["rho"], mu_max=p["mu_max"], tol=p["tol"], max_iter=p["max_iter"],
-                         inner_iter=p["inner_iter"], eta0=p["eta0"], rho2=p["rho2"],
-                         laplacian=p["laplacian"], refresh_mu=p["refresh_mu"],
-                         multiplier_init=p["multiplier_init"], degree_fallback=p["degree_fallback"],
-                         eigensolver=p["eigensolver"], ablation=p["ablation"], z_step=p["z_step"],
-                         rng=None)
+    A = coassociation(members, dtype=np.float64)
+    khn, info = knn_weights(A, n_clusters, p["nn_rate"])
+    G = connection_matrices(khn, p["order"], threshold=p["order_threshold"])
+    del khn
+    A = A.astype(dtype, copy=False)
+    G = [g.astype(dtype, copy=False) for g in G]
+    out = solve_awec(A, G, n_clusters, lam=p["lambda"], gamma=p["gamma"], delta=p["delta"], mu0=p["mu0"],
+                     rho=p["rho"], mu_max=p["mu_max"], tol=p["tol"], max_iter=p["max_iter"],
+                     inner_iter=p["inner_iter"], eta0=p["eta0"], rho2=p["rho2"],
+                     laplacian=p["laplacian"], refresh_mu=p["refresh_mu"],
+                     multiplier_init=p["multiplier_init"], degree_fallback=p["degree_fallback"],
+                     eigensolver=p["eigensolver"], ablation=p["ablation"], z_step=p["z_step"],
+                     rng=None)
     out["S"] = out["C"] if p["ablation"] == "no-topo" else out["Z"]
     # read-only: a cache hands this array to every later caller, so none of them may alter it
     if isinstance(out["S"], np.ndarray):

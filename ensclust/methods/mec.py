@@ -82,7 +82,6 @@ from __future__ import annotations
 
 import numpy as np
 from scipy import linalg
-from threadpoolctl import threadpool_limits
 
 from ensclust.core.labels import cluster_counts, one_hot
 from ensclust.core.simplex import project_simplex
@@ -233,13 +232,10 @@ class MEC(ConsensusMethod):
     }
 
     def _fit(self, members, n_clusters, X, rng):
-        # Small matrices: multi-threaded BLAS is far slower than one thread on a shared 2-core machine (wine,
-        # n = 178: 220 s wall with 2 threads under load, 12 s with one), as AWEC does.
-        limit = 1 if members.shape[0] < 1000 else None
-        with threadpool_limits(limits=limit, user_api="blas"):
-            H, Z, _, diag = mec_solve(members, n_clusters, lam=self.lam, beta=self.beta, n_views=self.n_views,
-                                      mu0=self.mu0, rho=self.rho, mu_max=self.mu_max, tol=self.tol,
-                                      max_iter=self.max_iter)
+        # BLAS threads are the caller's choice (the experiment runner fits with one)
+        H, Z, _, diag = mec_solve(members, n_clusters, lam=self.lam, beta=self.beta, n_views=self.n_views,
+                                  mu0=self.mu0, rho=self.rho, mu_max=self.mu_max, tol=self.tol,
+                                  max_iter=self.max_iter)
         self.diagnostics_ = diag
         self.consensus_matrix_ = (Z + Z.T) / 2.0
         return kmeans_labels(H, n_clusters, random_state=rng, n_init=10)
