@@ -72,6 +72,7 @@ def test_run_by_name(tmp_path, monkeypatch, capsys):
 def test_missing_registry_is_a_one_line_error(tmp_path, monkeypatch, capsys):
     missing = tmp_path / "no_registry.yaml"
     monkeypatch.setenv("ENSCLUST_REGISTRY", str(missing))
+    monkeypatch.setenv("ENSCLUST_DATA", str(tmp_path))  # an existing data folder, with or without the data
     with pytest.raises(UserError, match="dataset registry not found"):
         load_registry()
     assert_user_error(invoke(capsys, "data", "list"), f"{missing}: dataset registry not found")
