@@ -72,13 +72,11 @@ def reproduce_command(paper, table, tier, dry_run, status, assemble_only, with_m
         for line in rp.dry_run_lines(plan, results_root):
             click.echo(line)
         return
-    if not assemble_only:
-        failures = rp.run_configs(plan, results_root, jobs=jobs, executor=executor, scheduler=scheduler,
-                                  data_dir=data_dir, quiet=quiet, echo=click.echo)
-        for name, reason in failures:
-            click.echo(f"ensclust: warning: {name}: {reason}", err=True)
-    else:
-        failures = []
+    failures = [] if assemble_only else rp.run_configs(plan, results_root, jobs=jobs, executor=executor,
+                                                       scheduler=scheduler, data_dir=data_dir, quiet=quiet,
+                                                       echo=click.echo)
+    for name, reason in failures:
+        click.echo(f"ensclust: warning: {name}: {reason}", err=True)
     if with_method:
         path = rp.write_with_table(manifests[0], manifests[0].table(table), plan, results_root)
         click.echo(f"wrote {path}")

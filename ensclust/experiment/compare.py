@@ -171,10 +171,10 @@ def compare(config: ExperimentConfig, cells: pd.DataFrame, paper: pd.DataFrame,
         if not candidates and metric == "time_s":
             # a run-time row may annotate the name ("LWEA (baseline; no iterations)"): the row of the bare name
             candidates = by_paper_name.get(re.sub(r"\s*\(.*\)\s*$", "", str(p["method"])).strip().lower(), [])
+        # a run time printed without a setting: the first row of that name (config order) stands for it
         unparamed_time = metric == "time_s" and not str(p["param"]).strip()
         candidates = [(label, m) for label, m in candidates
                       if m.paper_param is None or m.paper_param == p["param"] or unparamed_time]
-        # a run time printed without a setting: the first row of that name (config order) stands for it
         # a row mapped to exactly this param (e.g. "k=2") wins over a generic row of the same paper name,
         # whatever their order in the config
         candidates.sort(key=lambda c: c[1].paper_param is None)
