@@ -43,17 +43,31 @@ class _Failing(ConsensusMethod):
         return labels
 
 
+_FIT_ORDER: list = []
+
+
+class _Recording(ConsensusMethod):
+    """Records (tag, number of members' distinct first-column labels) of every fit, in the order of the fits."""
+
+    name = "test-recording"
+    params = {"tag": Param("a", type="str")}
+
+    def _fit(self, members, n_clusters, X, rng):
+        _FIT_ORDER.append((self.tag, members[:, 0].tobytes()))
+        return members[:, 0] % n_clusters
+
+
 @pytest.fixture(autouse=True, scope="module")
 def _test_methods():
     """Register the two test-only methods for this module and remove them afterwards, so that tests
     iterating over all registered methods elsewhere never see them."""
     import ensclust.methods as registry
 
-    for cls in (_Interrupting, _Failing):
+    for cls in (_Interrupting, _Failing, _Recording):
         if cls.name not in list_methods():
             register(cls)
     yield
-    for cls in (_Interrupting, _Failing):
+    for cls in (_Interrupting, _Failing, _Recording):
         registry._REGISTRY.pop(cls.name, None)
 
 
@@ -396,3 +410,20 @@ def test_committed_cells_survive_an_added_method(tmp_path, cache):
     assert _INTERRUPT["count"] == 0  # the EAC rows were reused, only the new row ran
     frame = pd.read_csv(root / "cells.csv")
     assert set(frame["method"]) == {"KM-avg", "KM-best", "EAC", "EAC-SL"}
+
+
+def test_cells_run_repetition_by_repetition_within_a_data_set(tmp_path, cache):
+    """Within a data set the runner runs every row's repetition r before any row's r + 1 (so the rows sharing a
+    solve, e.g. RSEC-H / RSEC-Z, meet in the bounded cache), data set after data set; the tables do not depend
+    on the order."""
+    text = CONFIG.format(name="order", method="test-recording").replace(
+        "    label: EAC\n", "    label: A\n    params: {tag: a}\n  - name: test-recording\n    label: B\n"
+                           "    params: {tag: b}\n")
+    cfg = load_config_text(text, "order.yaml")
+    _FIT_ORDER.clear()
+    run(cfg, tmp_path, cache)
+    tags = [tag for tag, _ in _FIT_ORDER]
+    assert tags == ["a", "b"] * 6  # 2 data sets x 3 repetitions, each a then b
+    # each a/b pair saw the same ensemble (the same repetition), consecutive pairs different ones
+    assert all(_FIT_ORDER[i][1] == _FIT_ORDER[i + 1][1] for i in range(0, 12, 2))
+    assert _FIT_ORDER[0][1] != _FIT_ORDER[2][1]

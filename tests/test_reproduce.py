@@ -313,3 +313,21 @@ def test_consensus_fro_is_the_frobenius_norm_of_the_consensus_matrix():
     assert consensus_fro(Fitted()) == pytest.approx(np.sqrt(2.5))
     Fitted.consensus_matrix_ = None
     assert math.isnan(consensus_fro(Fitted()))
+
+
+def test_cost_estimate_prices_a_shared_solve_once(tmp_path):
+    """RSEC-H and RSEC-Z (one solve_group) on the same ensemble: the second of each pair is priced as the
+    post-processing only; another method with the same parameters is priced in full."""
+    from ensclust.experiment.config import load_config_text
+    from ensclust.papers.cost import SHARED_SOLVE_COST_S, CostModel, estimate_config
+
+    cfg = load_config_text(CONFIG.format(
+        name="shared", reps=3, datasets="  - {name: iris, label: Iris}",
+        methods="  - {name: rsec-h, label: RSEC-H}\n  - {name: rsec-z, label: RSEC-Z}\n"
+                "  - {name: trce, label: TRCE}"), "shared.yaml")
+    model = CostModel(tmp_path, tmp_path)
+    model._laws = {"rsec-h": (0.0, 1.0, 0.0), "rsec-z": (0.0, 1.0, 0.0), "trce": (0.0, 1.0, 0.0)}  # t = n
+    est = estimate_config(cfg, tmp_path, model)
+    assert est.pending == 9
+    assert dict(est.cells) == {"model": 6, "shared solve": 3}
+    assert est.seconds["model"] == pytest.approx(6 * 150) and est.seconds["shared solve"] == 3 * SHARED_SOLVE_COST_S

@@ -237,3 +237,31 @@ def test_svt_falls_back_to_gesvd_when_gesdd_does_not_converge(monkeypatch):
     got, got_rank = svt(M, 0.5)
     assert drivers == ["gesdd", "gesvd"] and got_rank == rank
     np.testing.assert_allclose(got, expected, atol=1e-12)
+
+
+def test_memory_cache_shares_one_solve_between_rsec_h_and_rsec_z():
+    """RSEC-H and RSEC-Z run the same ALM: given one SolveCache the second fit reuses the first's solve, and its
+    labels, diagnostics and W_z equal a fit without the cache; the cached arrays cannot be altered by a caller."""
+    from ensclust.core.cache import SolveCache
+
+    members, y = planted_ensemble(n=90, c=3, m=12, flip=0.1, random_state=4)
+    cache = SolveCache()
+    h = get_method("rsec-h", memory=cache)
+    lab_h = h.fit_predict(members, 3, random_state=2)
+    z = get_method("rsec-z", memory=cache)
+    lab_z = z.fit_predict(members, 3, random_state=2)
+    assert (cache.hits, cache.misses, len(cache)) == (1, 1, 1)
+    assert z.diagnostics_["solve_cached"] and not h.diagnostics_["solve_cached"]
+    fresh_z = get_method("rsec-z").fit(members, 3, random_state=2)
+    fresh_h = get_method("rsec-h").fit(members, 3, random_state=2)
+    assert np.array_equal(lab_z, fresh_z.labels_) and np.array_equal(lab_h, fresh_h.labels_)
+    assert z.diagnostics_["n_iter"] == fresh_z.diagnostics_["n_iter"] == h.diagnostics_["n_iter"]
+    np.testing.assert_array_equal(z.consensus_matrix_, fresh_z.consensus_matrix_)
+    # the fitted matrix is the caller's copy: altering it leaves the cached solve (and the next fit) unchanged
+    z.consensus_matrix_[:] = 0.0
+    again = get_method("rsec-h", memory=cache).fit(members, 3, random_state=2)
+    assert again.diagnostics_["solve_cached"] and np.array_equal(again.labels_, lab_h)
+    np.testing.assert_array_equal(again.consensus_matrix_, fresh_h.consensus_matrix_)
+    # a solver parameter enters the key, the cache object does not change a result
+    get_method("rsec-z", memory=cache, lambda2=0.2).fit(members, 3, random_state=2)
+    assert cache.misses == 2

@@ -327,6 +327,14 @@ def run_experiment(config: ExperimentConfig, *, results_root="results", jobs: in
             done[i] = record  # cells outside the filter still count for the tables
         elif selected:
             pending.append((i, cell))
+    # Run order (results do not depend on it: every cell has its own seed): data set by data set, and within
+    # one, repetition by repetition and grid point by grid point, so that the cells sharing a solve (same
+    # ensemble and parameters, e.g. RSEC-H / RSEC-Z, AWEC-H / AWEC-S) run one after the other and the data
+    # set's bounded SolveCache still holds the solve when the second cell asks for it.
+    first_seen = {}
+    for cell in planned:
+        first_seen.setdefault(cell["dataset"], len(first_seen))
+    pending.sort(key=lambda item: (first_seen[item[1]["dataset"]], item[1]["rep"], item[1]["point"], item[0]))
     if dry_run:
         return _dry_run_report(config, planned, pending, echo=dry_run if callable(dry_run) else print)
     # A clone has the committed cells.csv but no cells/: store those cells as files while experiment.json

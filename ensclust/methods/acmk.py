@@ -282,6 +282,7 @@ class _ACMK(ConsensusMethod):
     randomized = True
     params = _PARAMS
     final = "km"
+    solve_group = "acmk"
 
     def _fit(self, members, n_clusters, X, rng):
         p = self._params

@@ -845,6 +845,7 @@ class _AWEC(ConsensusMethod):
     """
 
     params = _PARAMS
+    solve_group = "awec"
 
     def _solve(self, members, n_clusters):
         from ensclust.core.cache import check_memory

@@ -178,6 +178,10 @@ class ConsensusMethod(ClusterMixin, BaseEstimator):
     #: It enters the fingerprint of every experiment cell of the method (ensclust.experiment.plan), so stored
     #: results of an older revision are recomputed instead of being reused as if the current code made them.
     revision: ClassVar[int] = 0
+    #: Methods with the same ``solve_group`` run one deterministic solve and differ only after it (e.g. RSEC-H
+    #: and RSEC-Z); given the same ``memory`` cache, with the same ensemble and parameters, the second fit reuses
+    #: the first's solve. The runner's cost estimate prices such a pair once.
+    solve_group: ClassVar[str | None] = None
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

@@ -349,8 +349,32 @@ def rsec_solve(members: np.ndarray, k: int, *, lambda1: float, lambda2: float, r
     return Hc[a], W, Z_blocks, Vc[a], micro, diagnostics
 
 
+#: parameters that determine the ALM solve (RSEC-H and RSEC-Z differ only after it)
+_SOLVE_PARAMS = ("lambda1", "lambda2", "rho", "mu_max", "tol", "max_iter", "mu_norm", "dtype", "tol_float32")
+
+
+def _rsec_outputs(members: np.ndarray, n_clusters: int, solve_params: dict) -> dict:
+    """The deterministic part of an RSEC fit (the ALM of :func:`rsec_solve`), a function of its arguments only.
+
+    RSEC-H and RSEC-Z run the same solve and differ in the post-processing (k-means on H, NJW k-means on V), so a
+    ``memory`` cache (:mod:`ensclust.core.cache`) given to both solves once per ensemble. The returned arrays
+    are read-only: a cache hands the same arrays to every later caller.
+    """
+    p = solve_params
+    dtype = np.float32 if p["dtype"] == "float32" else np.float64
+    tol = p["tol"] if dtype == np.float64 else max(p["tol"], p["tol_float32"])
+    H, W, _, V, micro, diag = rsec_solve(members, n_clusters, lambda1=p["lambda1"], lambda2=p["lambda2"],
+                                         rho=p["rho"], mu_max=p["mu_max"], tol=tol, max_iter=p["max_iter"],
+                                         mu_norm=p["mu_norm"], dtype=dtype)
+    out = {"H": H.astype(np.float64), "V": V.astype(np.float64), "W": W, "micro": micro, "diagnostics": diag}
+    for key in ("H", "V", "W"):
+        out[key].setflags(write=False)
+    return out
+
+
 class _RSEC(ConsensusMethod):
     randomized = True
+    solve_group = "rsec"
     params = {
         "lambda1": Param(1.0, low=0.0, low_open=True, doc="weight of the nuclear norm of J (= Z)",
                          source="ensclust choice: a corner of the spec's grid {0.1, 0.2, 0.5, 1} (R port: works "
@@ -374,19 +398,27 @@ class _RSEC(ConsensusMethod):
         "tol_float32": Param(1e-5, low=0.0, low_open=True,
                              doc="stopping tolerance used instead of tol when dtype=float32",
                              source="ensclust choice: float32 residuals cannot reach 1e-7 on S of norm ~n/c"),
+        "memory": Param(None, type="memory",
+                        doc="cache of the deterministic ALM solve (None, a folder path, a joblib.Memory or an "
+                            "ensclust.core.cache.SolveCache); RSEC-H and RSEC-Z given the same cache solve once",
+                        source="ensclust choice (scikit-learn's memory convention; the runner passes one per data "
+                               "set)"),
     }
 
     def _solve(self, members, n_clusters):
-        dtype = np.float32 if self.dtype == "float32" else np.float64
-        tol = self.tol if dtype == np.float64 else max(self.tol, self.tol_float32)
-        H, W, Z, V, micro, diag = rsec_solve(members, n_clusters, lambda1=self._params["lambda1"],
-                                             lambda2=self._params["lambda2"], rho=self.rho, mu_max=self.mu_max,
-                                             tol=tol, max_iter=self.max_iter, mu_norm=self.mu_norm, dtype=dtype)
-        self.diagnostics_ = diag
-        # microcluster level (as TRCE): the object-level W_z is W[np.ix_(a, a)], a = micro.assignment
-        self.consensus_matrix_ = W.astype(np.float64)
-        self.microclusters_ = micro
-        return H.astype(np.float64), V.astype(np.float64)
+        from ensclust.core.cache import check_memory
+
+        solve_params = {k: self._params[k] for k in _SOLVE_PARAMS}
+        solve = check_memory(self._params["memory"]).cache(_rsec_outputs)
+        check = getattr(solve, "check_call_in_cache", None)
+        hit = bool(check(members, n_clusters, solve_params)) if check is not None else False
+        out = solve(members, n_clusters, solve_params)
+        self.diagnostics_ = {**out["diagnostics"], "solve_cached": hit}
+        # microcluster level (as TRCE): the object-level W_z is W[np.ix_(a, a)], a = micro.assignment; a copy,
+        # so that altering the fitted matrix cannot reach a cached solve
+        self.consensus_matrix_ = np.array(out["W"], dtype=np.float64)
+        self.microclusters_ = out["micro"]
+        return out["H"], out["V"]
 
 
 @register

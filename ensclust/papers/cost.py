@@ -11,6 +11,10 @@ A pending cell's CPU time is estimated, in this order, from
    three distinct n the exponent of n is fixed at 2 and of m at 1 (the co-association cost);
 4. ``unknown``: no fit of the method was ever timed (counted apart, never as zero).
 
+A pending cell whose method shares its solve with a cell priced before it (same data set, repetition and
+parameters, methods of one ``solve_group``, e.g. RSEC-H / RSEC-Z; the runner runs the two one after the other)
+is priced as ``shared solve``: the post-processing only.
+
 The recorded times are CPU seconds (``cpu_s`` of timing.csv) where recorded, else the wall seconds of the
 fit (older runs; single-threaded fits on a shared 2-core machine, so wall time exceeds CPU time when the
 machine was loaded): treat the totals as +- 50 %.
@@ -27,9 +31,20 @@ import numpy as np
 import pandas as pd
 
 from ensclust.experiment.plan import plan_cells
+from ensclust.errors import UserError
 from ensclust.experiment.store import ResultStore
 
 PSEUDO_COST_S = 0.05  # a base-clustering statistic: scoring the members, no fit
+SHARED_SOLVE_COST_S = 1.0  # a fit that reuses its partner's solve: post-processing only
+
+
+def _solve_group(method_name: str) -> str | None:
+    from ensclust.methods import get_method_class
+
+    try:
+        return get_method_class(method_name).solve_group
+    except UserError:  # a pseudo-method (km-avg) or an unregistered name: no shared solve
+        return None
 _BUILTIN_N = {"iris": 150, "wine": 178, "digits": 1797, "breast_cancer_sklearn": 569}
 
 
@@ -170,14 +185,23 @@ def estimate_config(config, results_root, model: CostModel) -> ConfigEstimate:
     sizes = dataset_sizes(config, Path(results_root))
     est = ConfigEstimate(config.name, len(planned), 0, 0)
     size = config.ensemble["size"]
+    solves = set()  # (dataset, rep, solve group, params) of the pending cells priced so far
     for cell in planned:
         if store.read_cell(cell) is not None:
             est.finished += 1
             continue
         est.pending += 1
+        group = _solve_group(cell["method_name"])
+        key = (cell["dataset"], cell["rep"], group, cell["params"])
         if cell["scope"] is not None:
             t, source = PSEUDO_COST_S, "recorded"
+        elif group is not None and key in solves:
+            # the runner runs this cell right after its partner and reuses that solve (methods.base.solve_group):
+            # what remains is the post-processing (k-means on n x k), seconds against the solve's minutes
+            t, source = SHARED_SOLVE_COST_S, "shared solve"
         else:
+            if group is not None:
+                solves.add(key)
             t, source = model.estimate(config.name, cell["dataset"], cell["method"], cell["method_name"],
                                        cell["params"], sizes.get(cell["dataset"]), size)
         est.cells[source] += 1
