@@ -30,8 +30,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ensclust.experiment.plan import plan_cells
 from ensclust.errors import UserError
+from ensclust.experiment.plan import plan_cells
 from ensclust.experiment.store import ResultStore
 
 PSEUDO_COST_S = 0.05  # a base-clustering statistic: scoring the members, no fit
