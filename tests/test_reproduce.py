@@ -331,3 +331,40 @@ def test_cost_estimate_prices_a_shared_solve_once(tmp_path):
     assert est.pending == 9
     assert dict(est.cells) == {"model": 6, "shared solve": 3}
     assert est.seconds["model"] == pytest.approx(6 * 150) and est.seconds["shared solve"] == 3 * SHARED_SOLVE_COST_S
+
+
+def test_deviations_of_a_data_set_whose_base_row_deviates_are_put_down_to_the_pool():
+    """The base row measures the pool: where it deviates by more than 0.05 (same data set and metric, in any
+    table of the paper), the other rows' open deviations get the pool cause; recorded causes, within cells,
+    other data sets and the base row itself are left alone."""
+    from ensclust.papers.assemble import COLUMNS, attribute_to_pool
+    from ensclust.papers.manifest import parse_manifest
+
+    def frame(rows):
+        out = pd.DataFrame([dict(dict.fromkeys(COLUMNS, ""), **r) for r in rows], columns=COLUMNS)
+        return out
+
+    def row(table, metric, method, dataset, ours, paper, cause="", param=""):
+        diff = ours - paper
+        return {"table": table, "metric": metric, "method": method, "dataset": dataset, "param": param,
+                "ours_mean": ours, "paper_mean": paper, "diff": diff, "abs_diff": abs(diff), "status": "compared",
+                "within": "yes" if abs(diff) <= 0.02 else "no", "cause": cause,
+                "cause_kind": "recorded" if cause else ""}
+
+    t2 = frame([row("t2", "NMI", "KM", "A", 0.50, 0.60), row("t2", "NMI", "EAC", "A", 0.55, 0.70),
+                row("t2", "NMI", "LWEA", "A", 0.55, 0.70, cause="known"), row("t2", "NMI", "PTA", "A", 0.70, 0.71),
+                row("t2", "NMI", "KM", "B", 0.60, 0.62), row("t2", "NMI", "EAC", "B", 0.50, 0.70),
+                row("t2", "ACC", "KM", "A", 0.60, 0.61), row("t2", "ACC", "EAC", "A", 0.50, 0.70)])
+    t4 = frame([row("t4", "nmi", "ACMK", "A", 0.40, 0.70, param="k=2")])  # no base row in this table
+    frames = {"t2": t2, "t4": t4}
+    manifest = parse_manifest({"paper": "toy", "title": "toy", "tables": [], "base_row": "KM"}, "toy.yaml")
+    attribute_to_pool(manifest, frames)
+    kinds = list(t2["cause_kind"])
+    assert kinds == ["", "pool", "recorded", "", "", "", "", ""]
+    assert "KM row is -0.100 off here (ours 0.500, paper 0.600)" in t2.loc[1, "cause"]
+    assert t2.loc[2, "cause"] == "known"
+    assert t4.loc[0, "cause_kind"] == "pool"  # found through the metric alias, the table without a base row
+    # no base_row in the manifest: nothing is attributed
+    plain = {"t2": frame([row("t2", "NMI", "KM", "A", 0.50, 0.60), row("t2", "NMI", "EAC", "A", 0.55, 0.70)])}
+    attribute_to_pool(parse_manifest({"paper": "toy", "title": "toy", "tables": []}, "toy.yaml"), plain)
+    assert list(plain["t2"]["cause_kind"]) == ["", ""]

@@ -47,7 +47,9 @@ MARKS = {
 }
 COLUMNS = ["table", "metric", "method", "dataset", "param", "paper_mean", "paper_std", "ours_mean", "ours_std",
            "ours_n", "diff", "abs_diff", "tolerance", "within", "status", "marks", "worse", "source", "also",
-           "ours_label", "ours_dataset", "policy", "params", "reason", "cause"]
+           "ours_label", "ours_dataset", "policy", "params", "reason", "cause", "cause_kind"]
+#: |ours - paper| of the base K-means row above which the data set's other deviations are put down to the pool
+POOL_DEVIATION = 0.05
 
 
 @dataclass
@@ -196,6 +198,7 @@ def assemble_table(manifest: Manifest, spec: TableSpec, results_root="results", 
                 rec.update(status="no paper value" if not hits else rec["status"])
         if rec["within"] != "yes":
             rec["cause"] = manifest.cause_of(spec.table, p.dataset, p.method)
+            rec["cause_kind"] = "recorded" if rec["cause"] else ""
         out.append(rec)
     if spec.offsets:
         _fill_offsets(spec, runs, out)
@@ -203,6 +206,42 @@ def assemble_table(manifest: Manifest, spec: TableSpec, results_root="results", 
     if not spec.has_paper_csv:
         frame.loc[frame["status"] == "missing", "status"] = "no paper value"
     return frame
+
+
+def _metric_key(metric) -> str:
+    return METRIC_ALIASES.get(str(metric).lower(), str(metric).lower())
+
+
+def attribute_to_pool(manifest: Manifest, frames: dict[str, pd.DataFrame]) -> None:
+    """Put down to the pool the deviations of a data set whose base K-means row already deviates.
+
+    The base row (``manifest.base_row``: the mean score of the base clusterings) measures the pool itself,
+    before any consensus method runs. Where ours differs from the paper's by more than :data:`POOL_DEVIATION`
+    on a data set and metric (in any table of the paper; per column where the table's columns are a
+    parameter), the inputs of every consensus row there differ from the paper's, so a deviation of such a
+    row without a recorded cause gets the cause "pool differs" with the base row's numbers
+    (``cause_kind = "pool"``). Recorded causes are kept; the base row itself is never attributed to itself.
+    Changes ``frames`` in place.
+    """
+    if not manifest.base_row:
+        return
+    base = {}
+    for frame in frames.values():
+        rows = frame[(frame["method"] == manifest.base_row) & (frame["status"] == "compared")]
+        for r in rows.itertuples(index=False):
+            base.setdefault((_metric_key(r.metric), r.dataset, str(r.param)), r)
+    for frame in frames.values():
+        open_cells = ((frame["status"] == "compared") & (frame["within"] != "yes") & (frame["cause"] == "")
+                      & (frame["method"] != manifest.base_row))
+        for idx in frame.index[open_cells]:
+            row = frame.loc[idx]
+            key = (_metric_key(row["metric"]), row["dataset"])
+            b = base.get((*key, str(row["param"]))) or base.get((*key, ""))
+            if b is None or not abs(b.diff) > POOL_DEVIATION:
+                continue
+            frame.at[idx, "cause"] = (f"pool differs from the paper's: its {manifest.base_row} row is {b.diff:+.3f} "
+                                      f"off here (ours {b.ours_mean:.3f}, paper {b.paper_mean:.3f})")
+            frame.at[idx, "cause_kind"] = "pool"
 
 
 def _param_dict(text: str) -> dict:

@@ -23,6 +23,9 @@ One YAML file per paper in ``ensclust/papers/manifests/`` (package data)::
             substitute: {Lung: lung_discrete}   # paper dataset -> our column: a substitute data set
     causes:                          # known causes of deviations, quoted by the scorecard
       - {table: table2_acc, dataset: Yale, method: "*", cause: "..."}
+    base_row: KM-avg                 # optional: the paper's row of the mean base K-means score; where ours
+                                     # differs from it by more than 0.05 (same data set and metric), the
+                                     # other rows' deviations there are attributed to the pool (scorecard)
 
 A table without a paper CSV (the SPCE paper prints none) lists ``rows``, ``columns`` and ``metric``
 instead of relying on the CSV, and its cells are ours only.
@@ -45,7 +48,7 @@ from ensclust.errors import UserError, unknown_name_error
 
 TIERS = ("quick", "full")
 PAPERS = ("acmk", "awec", "eccms", "rcec", "spce")
-_TOP_KEYS = ("paper", "title", "paper_tables", "repetitions", "authors_pools", "tables", "causes")
+_TOP_KEYS = ("paper", "title", "paper_tables", "repetitions", "authors_pools", "tables", "causes", "base_row")
 _TABLE_KEYS = ("table", "title", "columns", "columns_from", "rows", "metric", "sources", "notes", "offsets")
 _SOURCE_KEYS = ("config", "tier", "protocol", "substitute")
 _CAUSE_KEYS = ("table", "dataset", "method", "cause")
@@ -100,6 +103,7 @@ class Manifest:
     tables: list
     authors_pools: list = field(default_factory=list)
     causes: list = field(default_factory=list)
+    base_row: str = ""  # the paper's base K-means row (mean member score), "" when it has none
     origin: Path | None = None  # the folder of a manifest from $ENSCLUST_MANIFESTS (its configs live there)
 
     def table(self, key: str) -> TableSpec:
@@ -166,7 +170,8 @@ def parse_manifest(data: dict, where: str) -> Manifest:
     return Manifest(paper=str(data["paper"]), title=str(data["title"]),
                     paper_tables=str(data.get("paper_tables") or data["paper"]),
                     repetitions=int(data.get("repetitions") or 10), tables=tables,
-                    authors_pools=list(data.get("authors_pools") or []), causes=causes)
+                    authors_pools=list(data.get("authors_pools") or []), causes=causes,
+                    base_row=str(data.get("base_row") or ""))
 
 
 def _extra_manifests() -> dict[str, Path]:
