@@ -265,3 +265,24 @@ def test_memory_cache_shares_one_solve_between_rsec_h_and_rsec_z():
     # a solver parameter enters the key, the cache object does not change a result
     get_method("rsec-z", memory=cache, lambda2=0.2).fit(members, 3, random_state=2)
     assert cache.misses == 2
+
+
+def test_span_basis_falls_back_to_gesvd_when_gesdd_does_not_converge(monkeypatch):
+    """numpy's gesdd failed on 2 of 20 Aggregation ensembles (EC-CMS Table IV); the basis then comes from gesvd
+    and still spans U and the extra columns, orthonormally."""
+    from ensclust.methods.rsec import span_basis
+
+    rng = np.random.default_rng(0)
+    U, _ = np.linalg.qr(rng.standard_normal((30, 4)))
+    extra = rng.standard_normal((30, 5))
+    expected = span_basis(U, [extra])
+
+    def failing_svd(*args, **kwargs):
+        raise np.linalg.LinAlgError("SVD did not converge")
+
+    monkeypatch.setattr(np.linalg, "svd", failing_svd)
+    basis = span_basis(U, [extra])
+    assert basis.shape == expected.shape == (30, 9)
+    np.testing.assert_allclose(basis.T @ basis, np.eye(9), atol=1e-12)
+    np.testing.assert_allclose(basis @ (basis.T @ extra), extra, atol=1e-10)  # the extra columns lie in the span
+    np.testing.assert_allclose(basis[:, :4], U)

@@ -131,7 +131,12 @@ def span_basis(U: np.ndarray, extra: list, *, rel_tol: float = 1e-12) -> np.ndar
     G = G[:, norms > 0] / norms[norms > 0]
     for _ in range(2):
         G = G - U @ (U.T @ G)
-    Q, s, _ = np.linalg.svd(G, full_matrices=False)
+    try:
+        Q, s, _ = np.linalg.svd(G, full_matrices=False)
+    except np.linalg.LinAlgError:
+        # divide and conquer (gesdd) fails to converge on some finite matrices (Aggregation, EC-CMS Table IV);
+        # the QR-iteration driver computes the same decomposition
+        Q, s, _ = linalg.svd(G, full_matrices=False, check_finite=True, lapack_driver="gesvd")
     Q = Q[:, s > rel_tol]
     if Q.shape[1] == 0:
         return U
