@@ -368,3 +368,39 @@ def test_deviations_of_a_data_set_whose_base_row_deviates_are_put_down_to_the_po
     plain = {"t2": frame([row("t2", "NMI", "KM", "A", 0.50, 0.60), row("t2", "NMI", "EAC", "A", 0.55, 0.70)])}
     attribute_to_pool(parse_manifest({"paper": "toy", "title": "toy", "tables": []}, "toy.yaml"), plain)
     assert list(plain["t2"]["cause_kind"]) == ["", ""]
+
+
+def test_deviations_our_own_grid_brackets_are_put_down_to_the_setting(monkeypatch):
+    """A deviation whose row, run over a parameter grid (in its source config or a sensitivity config), has
+    point means bracketing the paper's value (within the tolerance) gets the setting cause; one grid point only,
+    a value outside the range, or a recorded cause leave it alone. Sensitivity configs run in the full tier."""
+    from ensclust.papers import assemble
+    from ensclust.papers.assemble import COLUMNS, attribute_to_setting
+    from ensclust.papers.manifest import parse_manifest
+
+    grids = {
+        "main": pd.DataFrame({"dataset": ["A", "A", "A", "B"], "method": ["TRCE (default)", "TRCE (default)",
+                                                                            "DREC", "DREC"],
+                              "params": ["g=1", "g=2", "{}", "{}"], "ari": [0.30, 0.50, 0.9, 0.9]}),
+        "sens": pd.DataFrame({"dataset": ["A", "A"], "method": ["DREC", "DREC"], "params": ["l=1", "l=2"],
+                              "ari": [0.10, 0.20]}),
+    }
+    monkeypatch.setattr(assemble, "_point_means", lambda root, config, cache: grids.get(config))
+
+    def row(method, label, dataset, paper, ours, cause=""):
+        return dict(dict.fromkeys(COLUMNS, ""), table="t2", metric="ARI", method=method, dataset=dataset,
+                    ours_dataset=dataset, ours_label=label, source="main", paper_mean=paper, ours_mean=ours,
+                    diff=ours - paper, abs_diff=abs(ours - paper), tolerance=0.02, within="no", status="compared",
+                    cause=cause, cause_kind="recorded" if cause else "")
+
+    frame = pd.DataFrame([row("TRCE", "TRCE (default)", "A", 0.41, 0.30),   # bracketed by the main grid
+                          row("TRCE", "TRCE (default)", "A", 0.60, 0.50),   # above its range + tolerance
+                          row("DREC", "DREC", "A", 0.21, 0.90),             # one main point; sensitivity brackets
+                          row("DREC", "DREC", "B", 0.50, 0.90),             # one point only: open
+                          row("TRCE", "TRCE (default)", "A", 0.41, 0.30, cause="known")], columns=COLUMNS)
+    manifest = parse_manifest({"paper": "toy", "title": "toy", "tables": [], "sensitivity": ["sens"]}, "toy.yaml")
+    attribute_to_setting(manifest, {"t2": frame})
+    assert list(frame["cause_kind"]) == ["setting", "", "setting", "", "recorded"]
+    assert "2 parameter points of main our mean ranges 0.300..0.500" in frame.loc[0, "cause"]
+    assert "of sens" in frame.loc[2, "cause"]
+    assert manifest.configs("full") == ["sens"] and manifest.configs("quick") == []

@@ -212,6 +212,51 @@ def _metric_key(metric) -> str:
     return METRIC_ALIASES.get(str(metric).lower(), str(metric).lower())
 
 
+def _point_means(results_root, config: str, cache: dict | None) -> pd.DataFrame | None:
+    """Mean of every metric per (data set, row, parameter point) over the finished repetitions of a config."""
+    loaded = load_experiment(results_root, config, cache)
+    if loaded is None:
+        return None
+    cells = loaded[1]
+    cells = cells[(cells["status"] == "ok") & (cells["rep"] >= 0)]
+    metrics = [c for c in cells.columns if c in set(METRIC_ALIASES.values())]
+    return cells.groupby(["dataset", "method", "params"], sort=False)[metrics].mean().reset_index()
+
+
+def attribute_to_setting(manifest: Manifest, frames: dict[str, pd.DataFrame], results_root="results",
+                         cache: dict | None = None) -> None:
+    """Put down to the parameter setting the deviations that our own grid brackets.
+
+    For an open deviation (compared, not within tolerance, no cause yet) the grid of the row in the cell's source
+    config, then in each of the manifest's ``sensitivity`` configs (same data set label; row label = ours or the
+    paper's), gives the mean of the metric at every parameter point. When at least two points were run and the
+    paper's value lies in [lowest mean - tolerance, highest mean + tolerance], the deviation is one of setting:
+    some point of our grid comes as close to the paper's number as its tolerance allows or brackets it, so the
+    paper's unstated (or differently selected) setting explains it (``cause_kind = "setting"``). Changes
+    ``frames`` in place.
+    """
+    for frame in frames.values():
+        open_cells = (frame["status"] == "compared") & (frame["within"] != "yes") & (frame["cause"] == "")
+        for idx in frame.index[open_cells]:
+            row = frame.loc[idx]
+            metric = _metric_key(row["metric"])
+            for config in dict.fromkeys([row["source"], *manifest.sensitivity]):
+                means = _point_means(results_root, config, cache) if config else None
+                if means is None or metric not in means:
+                    continue
+                grid = means[(means["dataset"] == row["ours_dataset"])
+                             & means["method"].isin([row["ours_label"], row["method"]])][metric].dropna()
+                if len(grid) < 2:
+                    continue
+                lo, hi, tol = float(grid.min()), float(grid.max()), float(row["tolerance"])
+                if lo - tol <= row["paper_mean"] <= hi + tol:
+                    frame.at[idx, "cause"] = (f"setting: over the {len(grid)} parameter points of {config} our mean "
+                                              f"ranges {lo:.3f}..{hi:.3f}, which brackets the paper's "
+                                              f"{row['paper_mean']:.3f} (within {tol:g})")
+                    frame.at[idx, "cause_kind"] = "setting"
+                    break
+
+
 def attribute_to_pool(manifest: Manifest, frames: dict[str, pd.DataFrame]) -> None:
     """Put down to the pool the deviations of a data set whose base K-means row already deviates.
 
