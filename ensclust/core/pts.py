@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse
 from scipy.linalg import get_blas_funcs
-from scipy.sparse.linalg import eigsh
+from scipy.sparse.linalg import ArpackNoConvergence, eigsh
 
 from ensclust.core.microclusters import Microclusters, compute_microclusters, microcluster_coassociation
 
@@ -159,7 +159,9 @@ def trajectory_inner_products(P: sparse.spmatrix, n_steps: int, dtype=np.float64
         # IP += X Y^T with X = [U~, Phi~], Y = [Phi~, U~] (symmetric); IP.T is the F-ordered view BLAS updates
         _, X, Yb = tail
         gemm = get_blas_funcs("gemm", (IP,))
-        gemm(1.0, Yb.astype(dtype), X.astype(dtype), trans_b=True, beta=1.0, c=IP.T, overwrite_c=True)
+        out = gemm(1.0, Yb.astype(dtype), X.astype(dtype), trans_b=True, beta=1.0, c=IP.T, overwrite_c=True)
+        if not np.shares_memory(out, IP):    # the wrapper copied c instead of updating it in place
+            IP[...] = out.T
     _symmetrize(IP)
     return IP
 
@@ -228,7 +230,10 @@ def _slow_mode_tail(P: sparse.csr_matrix, n_steps: int, stationary: np.ndarray, 
     A = ((A + A.T) * 0.5).tocsr()                          # rounding of the row normalisation only
     # fixed start vector: the eigenpairs (and so the labels) do not depend on global random state
     v0 = np.random.default_rng(0).random(m)
-    lam, U = eigsh(A, k=r, which="LM", v0=v0)
+    try:
+        lam, U = eigsh(A, k=r, which="LM", v0=v0)
+    except ArpackNoConvergence:
+        return None                                  # every step stays a product
     lam_c = float(np.abs(lam).min())     # every eigenvalue not in U has modulus <= lam_c
     if lam_c >= 1.0 - 1e-9:
         return None
