@@ -231,7 +231,7 @@ def test_tcut_dense_equals_sparse_and_auto_dtype():
 
 
 def _explicit_trajectory_sum(P, n_steps):
-    """The definition (Eq. 8): sum_{t=1..T} P^t (P^t)^T with dense powers."""
+    """The definition (Def. 9): sum_{t=1..T} P^t (P^t)^T with dense powers."""
     Pd = P.toarray()
     cur, out = np.eye(len(Pd)), np.zeros_like(Pd)
     for _ in range(max(n_steps, 1)):

@@ -115,7 +115,7 @@ def trajectory_inner_products(P: sparse.spmatrix, n_steps: int, dtype=np.float64
 
     Notes
     -----
-    Steps ``t <= s`` use ``G_t = P G_{t-1} P^T`` (two sparse-times-dense products each). With ``pi``,
+    Steps ``t <= s`` use ``G_t = P G_{t-1} P^T`` (one and a half sparse-times-dense products each). With ``pi``,
     ``A = Pi^1/2 P Pi^-1/2`` is symmetric and ``P^t (P^t)^T = Pi^-1/2 A^t Pi A^t Pi^-1/2``. Split
     ``A = U L U^T + A_f`` on its r eigenpairs of largest modulus (``|lambda| <= lambda_c`` in ``A_f``,
     ``A_f U = 0``); then ``A^t Pi A^t`` = slow-slow ``U L^t M L^t U^T`` (``M = U^T Pi U``) + cross terms
@@ -124,7 +124,9 @@ def trajectory_inner_products(P: sparse.spmatrix, n_steps: int, dtype=np.float64
     is at most ``max(pi) lambda_c^(2t)``, is dropped: ``s`` is the least step with
     ``lambda_c^(2(s+1)) / (1 - lambda_c^2) <= eps(dtype)``, so the dropped part is below the working
     precision's rounding unit on the scale of ``max(pi)``; ``s = T`` (no eigenpairs) when that saves no
-    time. The sums are the paper's (Eq. 8); only the late steps' fast modes are cut.
+    time. The sums are those of the PTS definition (Def. 9); only the late steps' fast modes are cut. The bound
+    is on the A form; entrywise in the P form it carries max(pi) / sqrt(pi_i pi_j), so it is a design rule
+    checked by measurement (tests; results/bench/pts_s7), not a proof of an entrywise error below eps.
     """
     P64 = sparse.csr_matrix(P, dtype=np.float64)
     P = P64.astype(dtype) if np.dtype(dtype) != np.float64 else P64
