@@ -228,3 +228,58 @@ def test_tcut_dense_equals_sparse_and_auto_dtype():
 
     res = probability_trajectory_similarity(members, dtype="auto")
     assert res.similarity.dtype == (np.float32 if res.micro.n_micro > pts.AUTO_FLOAT32_ABOVE else np.float64)
+
+
+def _explicit_trajectory_sum(P, n_steps):
+    """The definition (Def. 9): sum_{t=1..T} P^t (P^t)^T with dense powers."""
+    Pd = P.toarray()
+    cur, out = np.eye(len(Pd)), np.zeros_like(Pd)
+    for _ in range(max(n_steps, 1)):
+        cur = cur @ Pd
+        out += cur @ cur.T
+    return out
+
+
+def _walk_with_isolated(seed=6):
+    # a planted ensemble plus two objects with labels of their own in every member: isolated microclusters
+    members, _ = planted_ensemble(n=300, c=4, m=10, random_state=seed, k_range=(4, 12))
+    members = np.vstack([members, members.max(axis=0) + 1, members.max(axis=0) + 2])
+    res = probability_trajectory_similarity(check_members(members), 5, 1)
+    graph = elite_neighbor_graph(res.mca, 5)
+    P, isolated = transition_matrix(graph, res.micro.sizes)
+    z = res.micro.sizes.astype(np.float64)
+    return P, isolated, (graph @ z) * z
+
+
+def test_spectral_tail_equals_explicit_trajectory_sum(monkeypatch):
+    # the closed-form late steps on the slow eigenvectors (Notes of trajectory_inner_products) against the
+    # explicit dense powers, with the cost gate lifted so that the split is used on a small walk
+    from ensclust.core import pts
+
+    monkeypatch.setattr(pts, "SPECTRAL_TAIL_MIN_FLOP", 0.0)
+    P, isolated, stationary = _walk_with_isolated()
+    assert isolated.sum() == 2 and np.all(stationary[isolated] == 0)
+    T = 40
+    expected = _explicit_trajectory_sum(P, T)
+    for dtype, rtol in ((np.float64, 1e-12), (np.float32, 2e-6)):
+        split = pts._slow_mode_tail(P, T, stationary, np.finfo(dtype).eps)
+        assert split is not None and 1 <= split[0] < T        # the tail replaces exact steps
+        IP = trajectory_inner_products(P, T, dtype=dtype, stationary=stationary)
+        assert IP.dtype == dtype and np.array_equal(IP, IP.T)
+        assert np.abs(IP - expected).max() <= rtol * np.abs(expected).max()
+        assert np.all(IP[isolated] == 0) and np.all(IP[:, isolated] == 0)
+    # without the weights every step is a product; same sums
+    assert np.allclose(trajectory_inner_products(P, T), expected, rtol=0, atol=1e-12 * np.abs(expected).max())
+
+
+def test_walk_step_and_symmetrize_blocks():
+    from ensclust.core import pts
+
+    P, _, _ = _walk_with_isolated(seed=7)
+    G = (P @ P.T).toarray()
+    for block in (7, 64, 1000):
+        assert np.allclose(pts._walk_step(P, G, block=block), (P @ G @ P.T), rtol=0, atol=1e-15)
+        X = np.random.default_rng(block).random((G.shape[0], G.shape[0]))
+        Y = X.copy()
+        pts._symmetrize(Y, block=block)
+        assert np.array_equal(Y, Y.T) and np.allclose(Y, (X + X.T) / 2, rtol=0, atol=1e-15)

@@ -13,9 +13,13 @@ Steps (on the microclusters, see :mod:`ensclust.core.microclusters`):
 3. ``IP = sum_{t=1..T} P^t (P^t)^T`` and ``PTS_ij = IP_ij / sqrt(IP_ii IP_jj)``; isolated microclusters get
    1e-20 in their rows and columns.
 
-Speed: the authors accumulate ``P^t (P^t)^T`` with dense P^t, i.e. T dense Gram products, O(T n^3). Here we
-use ``G_t = P G_{t-1} P^T`` (G_t = P^t (P^t)^T is symmetric), two sparse-times-dense products per step,
-O(T n^2 nnz(P)/n) - the same sums in another order (agreement ~1e-15, tested against the explicit form).
+Speed: the authors accumulate ``P^t (P^t)^T`` with dense P^t, i.e. T dense Gram products, O(T n^3). Here
+``G_t = P G_{t-1} P^T`` (G_t = P^t (P^t)^T is symmetric: one sparse-times-dense product and half of a second
+per step) for the first s steps, and the steps after s in closed form on the r slowest eigenvectors of the
+symmetrised walk (the walk is reversible), dropping only the fast modes of the late steps, which are below
+the working precision (:func:`trajectory_inner_products`, Notes). With the paper's K = T rule on the USPS
+pool (n_micro = 6719, T = 40, float32) s = 5 and r = 246. In float64 the result differs from the
+step-by-step sums by 2e-14 relative (ISOLET pool, T = 27); tested against the explicit form.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse
 from scipy.linalg import get_blas_funcs
+from scipy.sparse.linalg import ArpackNoConvergence, eigsh
 
 from ensclust.core.microclusters import Microclusters, compute_microclusters, microcluster_coassociation
 
@@ -34,6 +39,8 @@ ISOLATED_SIMILARITY = 1e-20
 #: memory; PTS relative error ~1e-6; PTA-AL/CL labels identical to float64 on all 30 EC-CMS-protocol runs
 #: checked on Ecoli, UMIST, SPF, Caltech20 and ISOLET)
 AUTO_FLOAT32_ABOVE = 2500
+#: plain walks cheaper than this many flops (~4 s of sparse products here) keep every step exact
+SPECTRAL_TAIL_MIN_FLOP = 2e10
 
 
 def default_k_t(n_micro: int, rule: str = "code") -> tuple[int, int]:
@@ -92,34 +99,176 @@ def transition_matrix(graph: sparse.spmatrix, sizes=None) -> tuple[sparse.csr_ma
     return P, isolated
 
 
-def trajectory_inner_products(P: sparse.spmatrix, n_steps: int, dtype=np.float64) -> np.ndarray:
+def trajectory_inner_products(P: sparse.spmatrix, n_steps: int, dtype=np.float64, *,
+                              stationary: np.ndarray | None = None) -> np.ndarray:
     """Dense ``sum_{t=1..T} P^t (P^t)^T`` (T <= 1 gives ``P P^T``, as the code's loop does).
 
-    ``dtype=float32`` halves memory and time of the dense products (relative error ~1e-6).
+    Parameters
+    ----------
+    P : (n, n) sparse row-stochastic matrix (isolated rows all zero).
+    n_steps : T.
+    dtype : float64, or float32 (half memory and time of the dense products, relative error ~1e-6).
+    stationary : (n,) array or None
+        Weights ``pi`` under which the walk is reversible, ``pi_i P_ij = pi_j P_ji`` (for PTS,
+        ``pi = (S z) * z``; :func:`pts_matrix` passes it). With them the late steps of the walk are summed
+        in closed form on its slow eigenvectors (see Notes); without them every step is a product.
+
+    Notes
+    -----
+    Steps ``t <= s`` use ``G_t = P G_{t-1} P^T`` (one and a half sparse-times-dense products each). With ``pi``,
+    ``A = Pi^1/2 P Pi^-1/2`` is symmetric and ``P^t (P^t)^T = Pi^-1/2 A^t Pi A^t Pi^-1/2``. Split
+    ``A = U L U^T + A_f`` on its r eigenpairs of largest modulus (``|lambda| <= lambda_c`` in ``A_f``,
+    ``A_f U = 0``); then ``A^t Pi A^t`` = slow-slow ``U L^t M L^t U^T`` (``M = U^T Pi U``) + cross terms
+    ``U L^t F_t^T + F_t L^t U^T`` (``F_t = A^t (I - U U^T) Pi U``, one r-column recursion) + fast-fast
+    ``A_f^t Pi A_f^t``. For ``t > s`` the first two are summed exactly (rank 2r) and the last, whose 2-norm
+    is at most ``max(pi) lambda_c^(2t)``, is dropped: ``s`` is the least step with
+    ``lambda_c^(2(s+1)) / (1 - lambda_c^2) <= eps(dtype)``, so the dropped part is below the working
+    precision's rounding unit on the scale of ``max(pi)``; ``s = T`` (no eigenpairs) when that saves no
+    time. The sums are those of the PTS definition (Def. 9); only the late steps' fast modes are cut. The bound
+    is on the A form; entrywise in the P form it carries max(pi) / sqrt(pi_i pi_j), so it is a design rule
+    checked by measurement (tests; results/bench/pts_s7), not a proof of an entrywise error below eps.
     """
-    P = sparse.csr_matrix(P, dtype=dtype)
-    if P.nnz > 0.05 * P.shape[0] ** 2:
+    P64 = sparse.csr_matrix(P, dtype=np.float64)
+    P = P64.astype(dtype) if np.dtype(dtype) != np.float64 else P64
+    n = P.shape[0]
+    T = max(int(n_steps), 1)
+    if P.nnz > 0.05 * n ** 2:
         # dense graph (ECPCS's cluster graph): the code's own order, P^t = P^{t-1} P (GEMM) and
         # IP += P^t (P^t)^T (SYRK, half a GEMM) - 3 n^3 flops per step instead of 4
         P = P.toarray()
         syrk = get_blas_funcs("syrk", (P,))
         IP = syrk(1.0, P)
         Pt = P
-        for _ in range(int(n_steps) - 1):
+        for _ in range(T - 1):
             Pt = Pt @ P
             IP = syrk(1.0, Pt, beta=1.0, c=IP, overwrite_c=True)
         IP = np.triu(IP)
         IP += np.triu(IP, 1).T
         return IP
+    tail = None
+    n_exact = T
+    if stationary is not None and _worth_spectral_tail(P, T):
+        tail = _slow_mode_tail(P64, T, np.asarray(stationary, dtype=np.float64), np.finfo(dtype).eps)
+        if tail is not None:
+            n_exact = tail[0]
     G = (P @ P.T).toarray()
     IP = G.copy()
-    for _ in range(int(n_steps) - 1):
-        Y = P @ G                 # P G_{t-1}
-        G = P @ np.ascontiguousarray(Y.T)   # P (P G_{t-1})^T = P G_{t-1} P^T  (G symmetric)
+    for _ in range(n_exact - 1):
+        G = _walk_step(P, G)
         IP += G
-    IP += IP.T
-    IP *= 0.5
+    del G
+    if tail is not None:
+        # IP += X Y^T with X = [U~, Phi~], Y = [Phi~, U~] (symmetric); IP.T is the F-ordered view BLAS updates
+        _, X, Yb = tail
+        gemm = get_blas_funcs("gemm", (IP,))
+        out = gemm(1.0, Yb.astype(dtype), X.astype(dtype), trans_b=True, beta=1.0, c=IP.T, overwrite_c=True)
+        if not np.shares_memory(out, IP):    # the wrapper copied c instead of updating it in place
+            IP[...] = out.T
+    _symmetrize(IP)
     return IP
+
+
+def _walk_step(P: sparse.csr_matrix, G: np.ndarray, block: int = 256) -> np.ndarray:
+    """``P G P^T`` for symmetric ``G``, computing only its lower block triangle and mirroring it.
+
+    ``Y = P G`` is one full sparse-times-dense product; ``P Y^T`` is symmetric, so column block ``b`` is needed
+    only from row ``b0`` down: ``P[b0:] Y[b]^T`` (half the flops of the second product). ``Y[b]^T`` is a
+    transpose of a ``block x n`` slab, cheaper than one transpose of the whole ``n x n`` matrix.
+    """
+    n = G.shape[0]
+    Y = P @ G
+    out = np.empty_like(G)
+    for b0 in range(0, n, block):
+        b1 = min(b0 + block, n)
+        Gb = P[b0:] @ np.ascontiguousarray(Y[b0:b1].T)   # rows b0.., columns b0:b1 of P G P^T
+        out[b0:, b0:b1] = Gb
+        out[b0:b1, b1:] = Gb[b1 - b0:].T
+    return out
+
+
+def _symmetrize(X: np.ndarray, block: int = 256) -> None:
+    """``X = (X + X^T) / 2`` in place, tile by tile (a whole-matrix ``X += X.T`` reads X.T with stride n)."""
+    n = X.shape[0]
+    for i0 in range(0, n, block):
+        i1 = min(i0 + block, n)
+        for j0 in range(i0, n, block):
+            j1 = min(j0 + block, n)
+            m = X[i0:i1, j0:j1] + X[j0:j1, i0:i1].T
+            m *= 0.5
+            X[i0:i1, j0:j1] = m
+            X[j0:j1, i0:i1] = m.T
+
+
+def _worth_spectral_tail(P: sparse.csr_matrix, n_steps: int) -> bool:
+    """Whether the plain walk costs enough that computing slow eigenpairs can pay off.
+
+    The r = 3 sqrt(n) eigenpairs cost about two to three walk steps (USPS pool, n = 6719, r = 246: ~6 s vs
+    ~2.3 s CPU per step here) and only pay off when they replace many steps; below ``SPECTRAL_TAIL_MIN_FLOP``
+    the whole walk costs a few seconds at most and every step is computed.
+    """
+    return n_steps > 8 and 4.0 * P.nnz * P.shape[0] * (n_steps - 1) >= SPECTRAL_TAIL_MIN_FLOP
+
+
+def _slow_mode_tail(P: sparse.csr_matrix, n_steps: int, stationary: np.ndarray, eps: float):
+    """Closed-form sum of steps ``s+1..T`` on the slow eigenvectors (see :func:`trajectory_inner_products`).
+
+    Returns ``(s, X, Y)`` with ``sum_{t=s+1..T} P^t (P^t)^T ~= X Y^T`` (float64, n x 2r), or None when the
+    split saves no work (``lambda_c`` too close to 1 for the precision, or the rank-2r update costs more
+    than the steps it replaces).
+    """
+    n = P.shape[0]
+    T = int(n_steps)
+    active = np.flatnonzero(stationary > 0)     # isolated rows/columns of P are zero: no trajectory
+    m = active.size
+    # r = 3 sqrt(m): on the USPS pool 246 pairs (lambda_c 0.21, 4 dense steps) beat 164 (0.32, 6 steps);
+    # ARPACK's cost grows ~r^2, so much larger r costs more than the steps it saves
+    r = min(int(np.ceil(3.0 * np.sqrt(m))), m - 2)
+    if r < 1:
+        return None
+    pi = stationary[active]
+    sq = np.sqrt(pi)
+    Pa = P[active][:, active].astype(np.float64)
+    A = sparse.diags(sq) @ Pa @ sparse.diags(1.0 / sq)     # Pi^1/2 P Pi^-1/2, symmetric by reversibility
+    A = ((A + A.T) * 0.5).tocsr()                          # rounding of the row normalisation only
+    # fixed start vector: the eigenpairs (and so the labels) do not depend on global random state
+    v0 = np.random.default_rng(0).random(m)
+    try:
+        lam, U = eigsh(A, k=r, which="LM", v0=v0)
+    except ArpackNoConvergence:
+        return None                                  # every step stays a product
+    lam_c = float(np.abs(lam).min())     # every eigenvalue not in U has modulus <= lam_c
+    if lam_c >= 1.0 - 1e-9:
+        return None
+    log_c = np.log(lam_c) if lam_c > 0 else -np.inf
+    # s: least step with lam_c^(2(s+1)) / (1 - lam_c^2) <= eps (fast-fast terms dropped after s)
+    s = max(1, int(np.ceil((np.log(eps * (1.0 - lam_c ** 2)) / (2.0 * log_c)) - 1))) if lam_c > 0 else 1
+    # cross terms: F_t decays like lam_c^t; stop once the rest sum_{t>t_stop} lam_c^t <= eps
+    t_stop = min(T, max(s, int(np.ceil(np.log(eps * (1.0 - lam_c)) / log_c - 1)) if lam_c > 0 else s))
+    saved = 4.0 * P.nnz * n * (T - s)
+    cost = 4.0 * n * n * r + 2.0 * Pa.nnz * r * t_stop
+    if s >= T or cost >= saved:
+        return None
+    M = U.T @ (pi[:, None] * U)                      # U^T Pi U
+    F = pi[:, None] * U - U @ M                      # (I - U U^T) Pi U: the fast part of Pi U
+    Phi = np.zeros_like(U)
+    for t in range(1, t_stop + 1):
+        F = A @ F                                    # F_t = A^t F_0 = A_f^t Pi U
+        if t > s:
+            Phi += F * lam ** t
+    x = np.outer(lam, lam)
+    H = np.zeros_like(x)
+    xt = x ** s
+    for _ in range(s + 1, T + 1):
+        xt = xt * x
+        H += xt                                      # sum_{t=s+1..T} (lambda_a lambda_b)^t
+    Phi += 0.5 * (U @ (M * H))                       # slow-slow part, split evenly between the two factors
+    X = np.zeros((n, 2 * r))
+    Y = np.zeros((n, 2 * r))
+    X[active, :r] = U / sq[:, None]                  # back to the P form: Pi^-1/2 (.) Pi^-1/2
+    X[active, r:] = Phi / sq[:, None]
+    Y[:, :r] = X[:, r:]
+    Y[:, r:] = X[:, :r]
+    return s, X, Y
 
 
 def trajectory_cosine(IP: np.ndarray, isolated: np.ndarray | None = None) -> np.ndarray:
@@ -141,7 +290,10 @@ def pts_matrix(similarity: np.ndarray, sizes, n_neighbors: int, n_steps: int, dt
     """PTS over the nodes of a dense similarity (normally the MCA). Returns ``(PTS, isolated)``."""
     graph = elite_neighbor_graph(similarity, n_neighbors)
     P, isolated = transition_matrix(graph, sizes)
-    IP = trajectory_inner_products(P, n_steps, dtype=dtype)
+    # pi_i = (S z)_i z_i makes the walk reversible: pi_i P_ij = z_i S_ij z_j is symmetric (S symmetric)
+    z = np.ones(P.shape[0]) if sizes is None else np.asarray(sizes, dtype=np.float64)
+    stationary = np.asarray(sparse.csr_matrix(graph, dtype=np.float64) @ z).ravel() * z
+    IP = trajectory_inner_products(P, n_steps, dtype=dtype, stationary=stationary)
     return trajectory_cosine(IP, isolated), isolated
 
 
