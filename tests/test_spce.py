@@ -547,3 +547,30 @@ def test_dense_block_laplacian_eigenpairs_bitwise():
         assert np.array_equal(_dense_laplacian(sub).view(np.int64), L.toarray().view(np.int64))   # +0.0 zeros
         ref_vals, ref_vecs = scipy.linalg.eigh(L.toarray(), subset_by_index=[1, 4])
         assert np.array_equal(vals, ref_vals) and np.array_equal(vecs, ref_vecs)
+
+
+def test_lowrank_laplacian_matches_sparse_coassociation():
+    """The factored operator of the initial S = S_hat = B B^T / m (eq. 2) gives the product of the sparse
+    L = D - S_hat of the pair table, on the whole graph and on a component's rows."""
+    from scipy import sparse
+
+    from ensclust.core.labels import one_hot
+    from ensclust.methods._spce_pairs import build_pair_table
+    from ensclust.methods._spce_spectrum import _lowrank_laplacian
+    from ensclust.methods.spce import upper_matrix
+    P, _ = _noisy_ensemble(3, n=90, noise=0.3)
+    n, m = P.shape
+    table = build_pair_table(P)
+    S_upper = upper_matrix(table, table.pattern_counts()[table.pattern] / m, np.arange(table.n_free))
+    S_sym = (S_upper + S_upper.T).tocsr()
+    B = one_hot(P)
+    assert np.allclose(S_sym.toarray() + np.eye(n), (B @ B.T).toarray() / m, atol=1e-15)
+    X = np.random.default_rng(0).standard_normal((n, 4))
+    for idx in (None, np.arange(10, 70)):
+        sub = S_sym if idx is None else S_sym[idx][:, idx]
+        deg = np.asarray(sub.sum(axis=1)).ravel()
+        F = B if idx is None else B[idx]
+        Xs = X if idx is None else X[idx]
+        expected = (sparse.diags(deg) - sub) @ Xs
+        assert np.allclose(_lowrank_laplacian(F, deg, 1.0 / m) @ Xs, expected, rtol=1e-12, atol=1e-12)
+        assert np.allclose(_lowrank_laplacian(F, deg, 1.0 / m) @ Xs[:, 0], expected[:, 0], rtol=1e-12, atol=1e-12)

@@ -22,7 +22,7 @@ import numpy as np
 import scipy.linalg
 from scipy import sparse
 from scipy.sparse.csgraph import connected_components
-from scipy.sparse.linalg import lobpcg
+from scipy.sparse.linalg import LinearOperator, lobpcg
 
 from ensclust.errors import UserError
 
@@ -135,9 +135,33 @@ def _dense_laplacian(sub: sparse.csr_matrix, deg: np.ndarray | None = None) -> n
     return L
 
 
-def _component_eigenpairs(S_sym, idx, q, warm, rng_seed, dense_limit, tol, maxiter):
+def _lowrank_laplacian(factor: sparse.csr_matrix, deg: np.ndarray, scale: float) -> LinearOperator:
+    """L = D - S as an operator when S = scale (F F^T - diag(F F^T)), F a sparse 0/1 indicator matrix.
+
+    This is the co-association S_hat = B B^T / m (eq. 2) with its unit diagonal removed (the diagonal
+    cancels in L): a product with a block of q vectors costs O(nnz(F) q) instead of O(nnz(S) q), and
+    nnz(F) = n m while nnz(S_hat) can approach n^2.
+    """
+    factor_t = factor.T.tocsr()
+    self_loops = np.asarray(factor.multiply(factor).sum(axis=1)).ravel()   # diag(F F^T) = labels per row
+    shift = deg + scale * self_loops
+
+    def matmat(X):
+        X = X.reshape(X.shape[0], -1)
+        out = factor @ (factor_t @ X)
+        out *= -scale
+        out += shift[:, None] * X
+        return out
+
+    s = factor.shape[0]
+    return LinearOperator((s, s), matvec=matmat, matmat=matmat, dtype=np.float64)
+
+
+def _component_eigenpairs(S_sym, idx, q, warm, rng_seed, dense_limit, tol, maxiter, factor=None):
     """The q smallest nonzero eigenpairs of the Laplacian of one connected component.
 
+    ``factor``: optional ``(F, scale)`` with S = scale (F F^T - diag(F F^T)) (the co-association of the
+    initial S, eq. 2); the iterative solver then multiplies through the factor (:func:`_lowrank_laplacian`).
     Returns ``(values, vectors, solver)`` with solver None (dense ``eigh``), "lobpcg" (converged) or
     "lobpcg-not-converged" (stopped above the tolerance; LOBPCG's warning is counted, not printed).
     """
@@ -161,7 +185,11 @@ def _component_eigenpairs(S_sym, idx, q, warm, rng_seed, dense_limit, tol, maxit
         X0[:, have:] = np.random.default_rng(rng_seed).standard_normal((s, q - have))
     X0, _ = np.linalg.qr(X0)
     precond = sparse.diags(1.0 / np.maximum(deg, 1e-12))
-    L = sparse.diags(deg) - sub
+    if factor is None:
+        L = sparse.diags(deg) - sub
+    else:
+        F, scale = factor
+        L = _lowrank_laplacian(F if idx is None else F[idx], deg, scale)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         vals, vecs = lobpcg(L, X0, M=precond, Y=constant, tol=tol, maxiter=maxiter, largest=False)
@@ -179,7 +207,7 @@ def indicator_spectrum(comp: np.ndarray, k: int, c: int, rank_test: str = "eigen
 
 def smallest_eigenpairs(S_upper: sparse.csr_matrix, c: int, *, rank_test: str = "eigen", previous=None,
                         dense_limit: int = 2000, tol: float = 1e-8, maxiter: int = 300,
-                        dense_test_limit: int = 6000, components=None) -> Spectrum:
+                        dense_test_limit: int = 6000, components=None, factor=None) -> Spectrum:
     """Y = the c smallest eigenvectors of L = D - S (eq. 18) and the c+1 smallest eigenvalues.
 
     Parameters
@@ -192,6 +220,8 @@ def smallest_eigenpairs(S_upper: sparse.csr_matrix, c: int, *, rank_test: str = 
         (the authors' computation, for validation on small n).
     previous : the previous :class:`Embedding` (warm start for LOBPCG).
     components : optional ``(k, comp)``, the connected components of S_upper when the caller has them.
+    factor : optional ``(F, scale)`` with S = scale (F F^T - diag(F F^T)): LOBPCG multiplies through the
+        factor (see :func:`_component_eigenpairs`).
     """
     n = S_upper.shape[0]
     if components is None:
@@ -231,7 +261,8 @@ def smallest_eigenpairs(S_upper: sparse.csr_matrix, c: int, *, rank_test: str = 
         local_warm = None
         if warm is not None:
             local_warm = warm if idx is None else warm[idx]
-        vals, vecs, solver = _component_eigenpairs(S_sym, idx, q, local_warm, 1000 + j, dense_limit, tol, maxiter)
+        vals, vecs, solver = _component_eigenpairs(S_sym, idx, q, local_warm, 1000 + j, dense_limit, tol, maxiter,
+                                                   factor=factor)
         solvers.append(solver)
         for t in range(len(vals)):
             candidates.append((float(vals[t]), j, vecs[:, t]))

@@ -166,15 +166,18 @@ class _SPCEBase(ConsensusMethod):
 
     # -- pieces ------------------------------------------------------------------------------------
     def _spectrum(self, table: PairTable, S_free: np.ndarray, nonzero: np.ndarray, c: int,
-                  previous: Embedding | None) -> Spectrum:
-        """Y and the spectrum of L = D - S (eq. 18) from the connected components of S != 0 (Theorem 1)."""
+                  previous: Embedding | None, factor=None) -> Spectrum:
+        """Y and the spectrum of L = D - S (eq. 18) from the connected components of S != 0 (Theorem 1).
+
+        ``factor``: ``(B, 1/m)`` when S is the co-association S_hat = B B^T / m (eq. 2), see
+        :func:`smallest_eigenpairs`."""
         S_upper = upper_matrix(table, S_free, nonzero)
         k, comp = connected_components(S_upper, directed=False)
         if k > c and self.rank_test != "dense":   # more than c components: Y is made of indicators
             return indicator_spectrum(comp.astype(np.int32), k, c, self.rank_test)
         return smallest_eigenpairs(S_upper, c, rank_test=self.rank_test, previous=previous,
                                    dense_limit=self.dense_limit, tol=self.eig_tol, maxiter=self.eig_maxiter,
-                                   components=(k, comp))
+                                   components=(k, comp), factor=factor)
 
     def _weights(self, S_free, g, pattern, a, lam, shat_free):
         """W of eq. (13) on the free pairs: B = sum_i (S - S^(i))^2 / alpha_i = a S^2 - 2 S G + G, G = g[pattern]."""
@@ -217,14 +220,19 @@ class _SPCEBase(ConsensusMethod):
         # cluster indicators, which are piecewise constant on the co-association blocks and so lie close to
         # the wanted low eigenvectors (a fixed seed keeps the method deterministic). Only LOBPCG reads it, and
         # only components larger than dense_limit go to LOBPCG: none when n <= dense_limit.
+        # S_hat = B B^T / m is low rank (eq. 2): LOBPCG multiplies by B and B^T (O(n m) per vector) instead of
+        # by the sparse S_hat, whose nonzeros can approach n^2 (every pair that one member puts together).
+        factor = None
         if n > self.dense_limit:
-            mix = one_hot(members) @ np.random.default_rng(0).standard_normal((int(cluster_counts(members).sum()),
-                                                                               c + 1))
+            B = one_hot(members)
+            mix = B @ np.random.default_rng(0).standard_normal((int(cluster_counts(members).sum()), c + 1))
+            factor = (B, 1.0 / m)
         else:
             mix = np.zeros((n, 0))
         start = Embedding(comp=np.zeros(n, dtype=np.int32), weight=np.zeros(n), extra=mix)
         nonzero = np.arange(table.n_free)
-        spec = self._spectrum(table, work.S, nonzero, c, start)
+        spec = self._spectrum(table, work.S, nonzero, c, start, factor=factor)
+        del factor
         lobpcg_calls, lobpcg_not_converged = spec.lobpcg_calls, spec.lobpcg_not_converged
         Y = spec.embedding
         W = None
