@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy import sparse
+from scipy import optimize, sparse
 from scipy.linalg import eigh
 
 from ensclust.core.labels import one_hot
@@ -18,8 +18,18 @@ from ensclust.core.microclusters import compute_microclusters
 from ensclust.methods import get_method
 from ensclust.methods._robust_graph import (
     bipartite_component_labels,
+    laplacian_smallest,
     micro_bipartite_component_labels,
+    rank_control,
     squared_distances,
+)
+from ensclust.methods.ceshl import (
+    hyperedge_qp_matrix,
+    hypergraph_factor,
+    hypergraph_laplacian,
+    initial_hyperedge_weights,
+    solve_hyperedge_weights,
+    structure_objective,
 )
 from ensclust.methods.sccbg import (
     PRUNE,
@@ -149,3 +159,73 @@ def test_micro_component_labels_split_objects_of_empty_rows():
     ref = bipartite_component_labels(S[assignment])
     got = micro_bipartite_component_labels(S, assignment)
     assert np.array_equal(got, ref)
+
+
+def _dense_ceshl(members, c, lam=1.0, max_iter=100, init_rho=100.0, inner_iter=20):
+    """Object-level CESHL (spec section 4): n x K L-BFGS-B over all objects, dense n x n Laplacian eigh."""
+    n, m = members.shape
+    H0 = one_hot(members).toarray()
+    G = H0.T @ H0
+    A = hyperedge_qp_matrix(G, lam)
+    w = solve_hyperedge_weights(A, lam * initial_hyperedge_weights(G, m))
+    H = H0.copy()
+    shape = H.shape
+    vals, Y = laplacian_smallest(hypergraph_laplacian(H, w), c + 1)
+    Y = Y[:, :c]
+    rho = init_rho
+    history = {"rho": [], "fn1": []}
+    bounds = optimize.Bounds(np.zeros(H.size), np.ones(H.size))
+    options = {"maxiter": inner_iter, "maxcor": 5, "gtol": 1e-3, "ftol": 1e7 * np.finfo(float).eps}
+    n_iter = 0
+    for it in range(1, max_iter + 1):
+        n_iter = it
+
+        def fun(x, Y=Y, rho=rho):
+            f, g = structure_objective(x.reshape(shape), H0, w, Y, rho)
+            return f, g.ravel()
+
+        res = optimize.minimize(fun, H.ravel(), jac=True, method="L-BFGS-B", bounds=bounds, options=options)
+        H = np.clip(res.x.reshape(shape), 0.0, 1.0)
+        Y_old = Y
+        vals, Y = laplacian_smallest(hypergraph_laplacian(H, w), c + 1)
+        Y = Y[:, :c]
+        decision, rho = rank_control(vals, c, rho, history)
+        if decision == "decrease":
+            Y = Y_old
+        elif decision == "stop" and it > 1:
+            break
+    return bipartite_component_labels(H[:, w > 0]), history["rho"], n_iter, H
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_ceshl_microcluster_form_matches_the_object_level_iteration(seed):
+    members = _noisy_pool(seed)
+    assert compute_microclusters(members).n_micro < members.shape[0]
+    for lam in (1.0, 100.0):
+        ref, rhos, n_iter, _ = _dense_ceshl(members, 3, lam=lam, max_iter=30)
+        meth = get_method("ceshl", **{"lambda": lam, "max_iter": 30})
+        labels = meth.fit_predict(members, 3)
+        assert same_partition(labels, ref)
+        assert meth.diagnostics_["rho"] == rhos
+        assert meth.diagnostics_["n_iter"] == n_iter
+
+
+def test_ceshl_weighted_objective_is_the_object_level_sum():
+    members = _noisy_pool(5, n=60)
+    micro = compute_microclusters(members)
+    sizes = micro.sizes.astype(float)
+    a = micro.assignment
+    rng = np.random.default_rng(2)
+    Hm = rng.random((micro.n_micro, one_hot(members).shape[1]))
+    H0m = micro.indicator().toarray()
+    w = rng.random(Hm.shape[1])
+    Y = rng.standard_normal((micro.n_micro, 3))
+    fm, gm = structure_objective(Hm, H0m, w, Y, 7.0, sizes)
+    fo, go = structure_objective(Hm[a], H0m[a], w, Y[a], 7.0)
+    assert abs(fm - fo) < 1e-10 * abs(fo)
+    assert np.abs(gm[a] - go).max() < 1e-10
+    # the factor reproduces the object-level graph H W De^-1 H^T
+    Q = hypergraph_factor(Hm, w, sizes)
+    L = hypergraph_laplacian(Hm[a], w)
+    S = (Q @ Q.T).toarray()[np.ix_(a, a)]
+    assert np.abs((np.diag(S.sum(axis=1)) - S) - L).max() < 1e-10

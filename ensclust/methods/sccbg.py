@@ -144,8 +144,7 @@ def _box_minimize(fun, x0: np.ndarray, max_iter: int, tol: float, weights: np.nd
         last["z"], last["pg"] = z.copy(), float(np.abs(np.clip(x - g, 0.0, 1.0) - x).max())
         return float(np.dot(w, f)), (g * w[:, None]).ravel() / r
 
-    def converged(intermediate_result):
-        z = intermediate_result.x
+    def converged(z):
         if "z" not in last or not np.array_equal(z, last["z"]):
             flat(z)
         if last["pg"] <= tol:
