@@ -93,7 +93,8 @@ def box_qp_kkt_residual(A: np.ndarray, b: np.ndarray, w: np.ndarray) -> float:
 
 
 def hypergraph_laplacian(H: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """Unnormalised hypergraph Laplacian Dv - H W De^-1 H^T (dense n x n)."""
+    """Unnormalised hypergraph Laplacian Dv - H W De^-1 H^T (dense n x n; a reference for small inputs, the
+    method uses :func:`hypergraph_factor`)."""
     de = np.maximum(H.sum(axis=0), EPS)
     L = -(H * (w / de)[None, :]) @ H.T
     L[np.diag_indices_from(L)] += H @ w

@@ -36,7 +36,7 @@ Exact reformulations (same iterates, fewer operations):
 * One gradient evaluation per FISTA iteration: both QPs are quadratic, so the gradient is affine, g(x + d) =
   g(x) + G d. The extrapolated point y = clip(x + beta (x - x_old)) then has gradient
   g(x) + beta (g(x) - g(x_old)) + G (y - (x + beta (x - x_old))), where the clipping correction is non-zero only
-  where the extrapolation leaves the box (a sparse product); the old form evaluated the objective at y.
+  where the extrapolation leaves the box (a sparse product), instead of a second evaluation at y.
 
 Memory: n_micro x K dense arrays (S, W, H0, dist and a few products) and the K x K matrix A; no n x n matrix.
 """
@@ -130,7 +130,7 @@ def _box_minimize(fun, x0: np.ndarray, max_iter: int, tol: float, weights: np.nd
     L-BFGS-B runs in the coordinates z_i = sqrt(weights_i) x_i (box [0, sqrt(weights_i)]), in which its inner
     products, breakpoints and line searches are those of the solve over all objects. Its own projected-gradient
     test would read sqrt(weights_i) times the object-level one, so that test is made by the callback on the
-    object-level projected gradient max |clip(x - g) - x| (L-BFGS-B's pgtol measure, as before).
+    object-level projected gradient max |clip(x - g) - x| (L-BFGS-B's pgtol measure).
     """
     shape = x0.shape
     w = np.ones(shape[0]) if weights is None else np.asarray(weights, dtype=np.float64)
