@@ -304,7 +304,7 @@ def test_sccbg_s_step_stays_in_box_and_decreases(solver):
     if solver == "pg":
         S_new, _, _ = box_minimize_rows(lambda x: fun(x, rows=True), S, s_step_lipschitz(W, A, 0.1), 5000, 1e-9)
     else:
-        S_new, _ = _box_minimize(fun, S, 300, 1e-10)
+        S_new, _ = _box_minimize(lambda x: fun(x, rows=True), S, 300, 1e-10)
     assert S_new.min() >= 0 and S_new.max() <= 1                    # (S1)
     assert fun(S_new)[0] <= fun(S)[0]                               # (S3)
     # convex box QP: the projected gradient vanishes at the solution

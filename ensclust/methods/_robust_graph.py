@@ -47,6 +47,26 @@ def bipartite_component_labels(S) -> np.ndarray:
     return relabel(labels[:n])
 
 
+def micro_bipartite_component_labels(S, assignment: np.ndarray) -> np.ndarray:
+    """Object labels of :func:`bipartite_component_labels` when row u of S (n_micro x K) is the row of every
+    object i with ``assignment[i] == u``.
+
+    Objects whose rows are equal and non-zero share their clusters, hence a component; an object whose row is
+    zero is an isolated vertex of the object-level graph, a component of its own. Labels are numbered in order
+    of first appearance over the objects, as :func:`bipartite_component_labels` of the object rows.
+    """
+    assignment = np.asarray(assignment)
+    micro = bipartite_component_labels(S)
+    labels = micro[assignment]
+    empty = ~np.asarray((sparse.csr_matrix(S) != 0).sum(axis=1)).ravel().astype(bool)
+    lone = empty[assignment]
+    labels[lone] = micro.size + np.arange(int(lone.sum()))
+    _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
+    rank = np.empty(first.size, dtype=np.int64)
+    rank[np.argsort(first)] = np.arange(first.size)
+    return rank[inverse.ravel()]
+
+
 def laplacian_smallest(L: np.ndarray, n_eig: int) -> tuple[np.ndarray, np.ndarray]:
     """The ``n_eig`` smallest eigenpairs of a dense symmetric matrix (ascending), by LAPACK ``syevr`` subset.
 

@@ -23,22 +23,40 @@ invariant to scaling H and bounded by c (it is c minus the normalised-Laplacian 
 the previous H, the trace term grows linearly with H, the L-BFGS-B step fills H with ones and every object ends
 in one component (observed on a 400-object digits ensemble: rho doubled 100 times, 1 component).
 
-Memory: the eigen-step needs the dense n x n Laplacian (float64; 26 MB at n = 1 800, 330 MB at n = 6 400);
-everything else is n x K.
+Exact reformulations (same iterates up to rounding, fewer operations):
+
+* Microclusters: objects with identical label rows have identical rows of H0, and f, its gradient and the
+  Laplacian are symmetric in such objects, so H keeps identical rows for them. The iteration runs on the
+  n_micro distinct rows, with sums over objects (G, the hyperedge sizes De, Y^T Dv^-1/2 H) weighting each row
+  by its microcluster size. L-BFGS-B runs in the coordinates z_u = sqrt(size_u) h_u (box [0, sqrt(size_u)]), in
+  which its inner products, breakpoints and line searches are those of the object-level solve; its
+  projected-gradient test (pgtol 1e-3 on the object-level gradient) is made in the callback.
+* Eigen-step without an n x n matrix: the graph H W De^-1 H^T is Q Q^T with Q = H diag(w / de)^1/2 (n_micro x K,
+  sparse like H), and its block Laplacian's smallest eigenpairs come from the connected components (the zero
+  eigenvalues) and shift-invert Lanczos through a K x K Woodbury factor
+  (:func:`ensclust.methods._robust_graph.laplacian_smallest_weighted`), as in TRCE.
+
+Memory: n_micro x K arrays (H, H0, the L-BFGS-B memory of 5 pairs) and K x K matrices; no n x n matrix.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from scipy import optimize
+from scipy import optimize, sparse
 from scipy.linalg import cholesky, solve_triangular
 
-from ensclust.core.labels import one_hot
+from ensclust.core.microclusters import compute_microclusters
 from ensclust.methods import register
-from ensclust.methods._robust_graph import bipartite_component_labels, laplacian_smallest, rank_control
+from ensclust.methods._robust_graph import (
+    laplacian_smallest_weighted,
+    micro_bipartite_component_labels,
+    rank_control,
+)
 from ensclust.methods.base import ConsensusMethod, Param
 
 EPS = np.finfo(np.float64).eps
+#: Projected-gradient tolerance of the inner L-BFGS-B (Becker's ``lbfgsb`` default used by CESHL.m).
+PGTOL = 1e-3
 
 
 def initial_hyperedge_weights(G: np.ndarray, m: int) -> np.ndarray:
@@ -75,15 +93,26 @@ def box_qp_kkt_residual(A: np.ndarray, b: np.ndarray, w: np.ndarray) -> float:
 
 
 def hypergraph_laplacian(H: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """Unnormalised hypergraph Laplacian Dv - H W De^-1 H^T (dense n x n)."""
+    """Unnormalised hypergraph Laplacian Dv - H W De^-1 H^T (dense n x n; a reference for small inputs, the
+    method uses :func:`hypergraph_factor`)."""
     de = np.maximum(H.sum(axis=0), EPS)
     L = -(H * (w / de)[None, :]) @ H.T
     L[np.diag_indices_from(L)] += H @ w
     return (L + L.T) / 2.0
 
 
+def hypergraph_factor(H: np.ndarray, w: np.ndarray, sizes: np.ndarray | None = None) -> sparse.csr_matrix:
+    """Q = H diag(w / de)^1/2 (sparse), so that H W De^-1 H^T = Q Q^T; de = hyperedge sizes over the objects
+    (row u of H stands for ``sizes[u]`` objects)."""
+    sizes = np.ones(H.shape[0]) if sizes is None else sizes
+    de = np.maximum(sizes @ H, EPS)
+    Q = sparse.csr_matrix(H * np.sqrt(w / de)[None, :])
+    Q.eliminate_zeros()
+    return Q
+
+
 def structure_objective(H: np.ndarray, H0: np.ndarray, w: np.ndarray, Y: np.ndarray,
-                        rho: float) -> tuple[float, np.ndarray]:
+                        rho: float, sizes: np.ndarray | None = None) -> tuple[float, np.ndarray]:
     """f(H) of the structured hypergraph step and its gradient (re-derivation of ``obj_f2.m``).
 
     f = sum_e w_e^2 ||h_e - h0_e||^2 - rho T, T = tr(Q^T H diag(beta) H^T Q) = sum_e beta_e ||Q^T h_e||^2 with
@@ -91,8 +120,12 @@ def structure_objective(H: np.ndarray, H0: np.ndarray, w: np.ndarray, Y: np.ndar
     H. The gradient of T has three parts: the direct one 2 Q (Q^T H) diag(beta), the one through Dv
     -(r / dv) w^T with r_i = sum_e beta_e H_ie (Q Q^T H)_ie, and the one through de, -1 (w ||Q^T h_e||^2 / de^2)^T.
     Objects with zero degree get Dv^-1/2 = 0 (they do not enter T); de is guarded by eps as in the code.
+
+    Row u of H stands for ``sizes[u]`` identical objects (default 1): f sums over the objects, and the gradient
+    returned is that of one object's row (the same for every object of the row).
     """
-    de = H.sum(axis=0)
+    sz = np.ones(H.shape[0]) if sizes is None else np.asarray(sizes, dtype=np.float64)
+    de = sz @ H
     de_safe = np.maximum(de, EPS)
     beta = w / de_safe
     dv = H @ w
@@ -100,12 +133,12 @@ def structure_objective(H: np.ndarray, H0: np.ndarray, w: np.ndarray, Y: np.ndar
     inv_sqrt = np.zeros_like(dv)
     inv_sqrt[pos] = 1.0 / np.sqrt(dv[pos])
     Q = Y * inv_sqrt[:, None]
-    U = Q.T @ H                     # c x K
+    U = Q.T @ (H * sz[:, None])     # c x K
     QU = Q @ U                      # n x K
     u2 = np.sum(U * U, axis=0)      # ||Q^T h_e||^2
     T = float(np.sum(u2 * beta))
     diff = H - H0
-    fid = float(np.sum(diff * diff * (w * w)[None, :]))
+    fid = float(sz @ (diff * diff) @ (w * w))
     r = (H * QU) @ beta
     ratio = np.zeros_like(dv)
     ratio[pos] = r[pos] / dv[pos]
@@ -141,8 +174,11 @@ class CESHL(ConsensusMethod):
         n, m = members.shape
         c = n_clusters
         lam = self._params["lambda"]
-        H0 = one_hot(members).toarray()
-        G = H0.T @ H0
+        # the iteration runs on the distinct label rows (microclusters), weighted by their sizes
+        micro = compute_microclusters(members)
+        sizes = micro.sizes.astype(np.float64)
+        H0 = micro.indicator().toarray()
+        G = H0.T @ (H0 * sizes[:, None])       # = H0^T H0 over the objects (integer counts, exact)
         w0 = initial_hyperedge_weights(G, m)
         A = hyperedge_qp_matrix(G, lam)
         w = solve_hyperedge_weights(A, lam * w0)
@@ -150,25 +186,44 @@ class CESHL(ConsensusMethod):
 
         H = H0.copy()
         shape = H.shape
-        vals, Y = laplacian_smallest(hypergraph_laplacian(H, w), c + 1)
+        r = np.broadcast_to(np.sqrt(sizes)[:, None], shape).ravel()
+        vals, Y = laplacian_smallest_weighted(None, sizes, c + 1, factor=hypergraph_factor(H, w, sizes))
         Y = Y[:, :c]
         rho = float(self.init_rho)
-        bounds = optimize.Bounds(np.zeros(H.size), np.ones(H.size))
-        options = {"maxiter": self.inner_iter, "maxcor": 5, "gtol": 1e-3, "ftol": 1e7 * EPS}
+        bounds = optimize.Bounds(np.zeros(H.size), r)
+        # gtol 0: the projected-gradient test reads the object-level gradient, in the callback
+        options = {"maxiter": self.inner_iter, "maxcor": 5, "gtol": 0.0, "ftol": 1e7 * EPS}
         history = {"rho": [], "fn1": [], "objective": []}
         converged = False
         n_iter = 0
         for it in range(1, self.max_iter + 1):
             n_iter = it
-            def fun(x, Y=Y, rho=rho):
-                f, g = structure_objective(x.reshape(shape), H0, w, Y, rho)
-                return f, g.ravel()
+            last = {}
 
-            res = optimize.minimize(fun, H.ravel(), jac=True, method="L-BFGS-B", bounds=bounds, options=options)
-            H = np.clip(res.x.reshape(shape), 0.0, 1.0)
+            def fun(z, Y=Y, rho=rho, last=last):
+                x = (z / r).reshape(shape)
+                f, g = structure_objective(x, H0, w, Y, rho, sizes)
+                last["z"], last["f"] = z.copy(), f
+                last["pg"] = float(np.abs(np.clip(x - g, 0.0, 1.0) - x).max())
+                return f, (g * sizes[:, None]).ravel() / r
+
+            def stop(zk, fun=fun, last=last):
+                if not np.array_equal(zk, last.get("z")):
+                    fun(zk)
+                if last["pg"] <= PGTOL:
+                    raise StopIteration
+
+            z0 = H.ravel() * r
+            fun(z0)
+            if last["pg"] <= PGTOL:     # L-BFGS-B's test at the start point
+                res = optimize.OptimizeResult(x=z0, fun=last["f"])
+            else:
+                res = optimize.minimize(fun, z0, jac=True, method="L-BFGS-B", bounds=bounds, callback=stop,
+                                        options=options)
+            H = np.clip((res.x / r).reshape(shape), 0.0, 1.0)
             history["objective"].append(float(res.fun))
             Y_old = Y
-            vals, Y = laplacian_smallest(hypergraph_laplacian(H, w), c + 1)
+            vals, Y = laplacian_smallest_weighted(None, sizes, c + 1, factor=hypergraph_factor(H, w, sizes))
             Y = Y[:, :c]
             decision, rho = rank_control(vals, c, rho, history)
             if decision == "decrease":
@@ -176,7 +231,7 @@ class CESHL(ConsensusMethod):
             elif decision == "stop" and it > 1:
                 converged = True
                 break
-        labels = bipartite_component_labels(H[:, w > 0])
+        labels = micro_bipartite_component_labels(H[:, w > 0], micro.assignment)
         self.diagnostics_ = {
             "n_iter": n_iter,
             "converged": converged,
@@ -186,5 +241,6 @@ class CESHL(ConsensusMethod):
             "qp_kkt_residual": kkt,
             "hyperedge_weights_min": float(w.min()),
             "hyperedge_weights_max": float(w.max()),
+            "n_microclusters": micro.n_micro,
         }
         return labels

@@ -26,18 +26,30 @@ by default with a vectorised monotone FISTA (per-row step from a Gershgorin boun
 (``qp_solver="lbfgsb"``) as one bound-constrained problem by SciPy's L-BFGS-B. The convex S-step has the same
 solution up to the solver tolerance; the non-convex W-step can stop at a different local solution.
 
-Memory: n x K dense arrays (S, W, H0, dist and a few products) and the K x K matrix A; no n x n matrix.
+Exact reformulations (same iterates, fewer operations):
+
+* Microclusters: objects with identical label rows have identical rows of H0, hence identical rows of W, S, U
+  and dist in every step (each step is row-wise, the spectral step sums over objects). Every step runs on the
+  n_micro distinct rows; sums over objects (A = H0^T H0, the column degrees d2, SS1^T SS1) weight each row by
+  its microcluster size, and the labels map back to the objects (an object whose row of S is zero is a
+  component of its own).
+* One gradient evaluation per FISTA iteration: both QPs are quadratic, so the gradient is affine, g(x + d) =
+  g(x) + G d. The extrapolated point y = clip(x + beta (x - x_old)) then has gradient
+  g(x) + beta (g(x) - g(x_old)) + G (y - (x + beta (x - x_old))), where the clipping correction is non-zero only
+  where the extrapolation leaves the box (a sparse product), instead of a second evaluation at y.
+
+Memory: n_micro x K dense arrays (S, W, H0, dist and a few products) and the K x K matrix A; no n x n matrix.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from scipy import optimize
+from scipy import optimize, sparse
 from scipy.linalg import eigh
 
-from ensclust.core.labels import one_hot
+from ensclust.core.microclusters import compute_microclusters
 from ensclust.methods import register
-from ensclust.methods._robust_graph import bipartite_component_labels, squared_distances
+from ensclust.methods._robust_graph import micro_bipartite_component_labels, squared_distances
 from ensclust.methods.base import ConsensusMethod, Param
 
 #: Rank-control tolerance on the sum of the top eigenvalues (authors' SCCBG.m: 1e-7).
@@ -89,17 +101,63 @@ def s_step_objective(Sv: np.ndarray, W: np.ndarray, H0: np.ndarray, A: np.ndarra
     return (rows if per_row else float(rows.sum())), grad
 
 
-def _box_minimize(fun, x0: np.ndarray, max_iter: int, tol: float):
+def w_step_linear(D, S: np.ndarray, H0: np.ndarray, A: np.ndarray, gamma: float) -> np.ndarray:
+    """The linear part G D of the W-step gradient (g(X + D) = g(X) + G D); D dense or sparse (n x K)."""
+    R2 = (S - H0) ** 2
+    if sparse.issparse(D):
+        D = sparse.csr_matrix(D)
+        DR2 = D.multiply(R2).toarray()
+        DA, DS2A, DSA = D @ A, sparse.csr_matrix(D.multiply(S * S)) @ A, sparse.csr_matrix(D.multiply(S)) @ A
+    else:
+        DR2, DA, DS2A, DSA = D * R2, D @ A, (D * S * S) @ A, (D * S) @ A
+    return 2.0 * DR2 + 2.0 * gamma * (S * S * DA + DS2A - 2.0 * S * DSA)
+
+
+def s_step_linear(D, W: np.ndarray, A: np.ndarray, gamma: float, WA: np.ndarray) -> np.ndarray:
+    """The linear part G D of the S-step gradient (g(S + D) = g(S) + G D); D dense or sparse (n x K)."""
+    if sparse.issparse(D):
+        D = sparse.csr_matrix(D)
+        WD = sparse.csr_matrix(D.multiply(W))
+        return 2.0 * WD.multiply(W).toarray() + 4.0 * gamma * (WD.multiply(WA).toarray() - W * (WD @ A))
+    WD = W * D
+    return 2.0 * W * WD + 4.0 * gamma * (WD * WA - W * (WD @ A))
+
+
+def _box_minimize(fun, x0: np.ndarray, max_iter: int, tol: float, weights: np.ndarray | None = None):
+    """One joint L-BFGS-B solve of sum_i weights_i f_i(x_i) over the box [0, 1]^{n x K}.
+
+    ``fun(X)`` returns the per-row values and the gradient. Row i stands for ``weights[i]`` identical objects:
+    L-BFGS-B runs in the coordinates z_i = sqrt(weights_i) x_i (box [0, sqrt(weights_i)]), in which its inner
+    products, breakpoints and line searches are those of the solve over all objects. Its own projected-gradient
+    test would read sqrt(weights_i) times the object-level one, so that test is made by the callback on the
+    object-level projected gradient max |clip(x - g) - x| (L-BFGS-B's pgtol measure).
+    """
     shape = x0.shape
-    bounds = optimize.Bounds(np.zeros(x0.size), np.ones(x0.size))
+    w = np.ones(shape[0]) if weights is None else np.asarray(weights, dtype=np.float64)
+    r = np.broadcast_to(np.sqrt(w)[:, None], shape).ravel()
+    bounds = optimize.Bounds(np.zeros(x0.size), r)
+    last = {}
 
-    def flat(x):
-        f, g = fun(x.reshape(shape))
-        return f, g.ravel()
+    def flat(z):
+        x = (z / r).reshape(shape)
+        f, g = fun(x)
+        last["z"], last["pg"] = z.copy(), float(np.abs(np.clip(x - g, 0.0, 1.0) - x).max())
+        return float(np.dot(w, f)), (g * w[:, None]).ravel() / r
 
-    res = optimize.minimize(flat, np.clip(x0, 0.0, 1.0).ravel(), jac=True, method="L-BFGS-B", bounds=bounds,
-                            options={"maxiter": max_iter, "gtol": tol, "ftol": 1e-15, "maxcor": 10})
-    return np.clip(res.x.reshape(shape), 0.0, 1.0), res
+    def converged(z):
+        if "z" not in last or not np.array_equal(z, last["z"]):
+            flat(z)
+        if last["pg"] <= tol:
+            raise StopIteration
+
+    z0 = np.clip(x0, 0.0, 1.0).ravel() * r
+    flat(z0)
+    if last["pg"] <= tol:       # L-BFGS-B's test at the start point
+        res = optimize.OptimizeResult(x=z0, nit=0)
+    else:
+        res = optimize.minimize(flat, z0, jac=True, method="L-BFGS-B", bounds=bounds, callback=converged,
+                                options={"maxiter": max_iter, "gtol": 0.0, "ftol": 1e-15, "maxcor": 10})
+    return np.clip((res.x / r).reshape(shape), 0.0, 1.0), res
 
 
 def w_step_lipschitz(S: np.ndarray, H0: np.ndarray, A: np.ndarray, gamma: float) -> np.ndarray:
@@ -116,14 +174,18 @@ def s_step_lipschitz(W: np.ndarray, A: np.ndarray, gamma: float) -> np.ndarray:
     return 2.0 * (W * W).max(axis=1) + 8.0 * gamma * (W * (W @ A)).max(axis=1)
 
 
-def box_minimize_rows(fun, x0: np.ndarray, lipschitz: np.ndarray, max_iter: int, tol: float):
+def box_minimize_rows(fun, x0: np.ndarray, lipschitz: np.ndarray, max_iter: int, tol: float, linear=None):
     """Minimise a sum of independent per-row objectives over the box [0, 1]^{n x K} by monotone FISTA
     (Beck & Teboulle 2009, MFISTA) with a per-row step 1 / L_i.
 
     ``fun(X)`` returns the per-row values (n,) and the gradient (n x K). Each row's objective never increases
     (rows whose extrapolated step does not decrease restart their momentum). Stops when the largest
     projected-gradient step max |clip(x - g / L) - x| is below ``tol`` or after ``max_iter`` iterations.
-    Returns ``(X, n_iter, pg_norm)``.
+
+    ``linear(D)``, when given, is the linear part of an affine gradient (g(X + D) = g(X) + linear(D), D dense
+    or sparse): the gradient at the extrapolated point y = clip(x + beta (x - x_old)) is then
+    g(x) + beta (g(x) - g(x_old)) + linear(y - x - beta (x - x_old)) instead of an evaluation of ``fun`` at y;
+    the correction is non-zero only where the extrapolation left the box. Returns ``(X, n_iter, pg_norm)``.
     """
     L = np.maximum(np.asarray(lipschitz, dtype=np.float64), 1e-12)[:, None]
     x = np.clip(x0, 0.0, 1.0)
@@ -137,7 +199,7 @@ def box_minimize_rows(fun, x0: np.ndarray, lipschitz: np.ndarray, max_iter: int,
         z = np.clip(y - gy / L, 0.0, 1.0)
         fz, gz = fun(z)
         accept = fz <= fx
-        x_old = x
+        x_old, gx_old = x, gx
         x = np.where(accept[:, None], z, x)
         fx = np.where(accept, fz, fx)
         gx = np.where(accept[:, None], gz, gx)
@@ -145,19 +207,33 @@ def box_minimize_rows(fun, x0: np.ndarray, lipschitz: np.ndarray, max_iter: int,
         if pg <= tol:
             break
         t_new = np.where(accept, (1.0 + np.sqrt(1.0 + 4.0 * t * t)) / 2.0, 1.0)
-        y = x + ((t - 1.0) / t_new)[:, None] * (x - x_old)
+        beta = ((t - 1.0) / t_new)[:, None]
+        y_free = x + beta * (x - x_old)
         t = t_new
-        y = np.clip(y, 0.0, 1.0)
-        _, gy = fun(y)
+        y = np.clip(y_free, 0.0, 1.0)
+        if linear is None:
+            _, gy = fun(y)
+        else:
+            gy = gx + beta * (gx - gx_old)
+            rows, cols = np.nonzero(y != y_free)
+            if rows.size:
+                delta = (y - y_free)[rows, cols]
+                D = sparse.csr_matrix((delta, (rows, cols)), shape=y.shape)
+                gy = gy + linear(D if rows.size < 0.05 * y.size else D.toarray())
     return x, n_done, pg
 
 
-def bipartite_spectrum(S: np.ndarray, n_clusters: int):
-    """Top c + 1 eigenpairs (descending) of SS1^T SS1, SS1 = D1^-1/2 S D2^-1/2, and the embeddings U, V."""
+def bipartite_spectrum(S: np.ndarray, n_clusters: int, weights: np.ndarray | None = None):
+    """Top c + 1 eigenpairs (descending) of SS1^T SS1, SS1 = D1^-1/2 S D2^-1/2, and the embeddings U, V.
+
+    Row i of S stands for ``weights[i]`` identical objects (default 1): the column degrees and SS1^T SS1 are
+    sums over objects, so they weight the rows; U is returned per row.
+    """
+    w = np.ones(S.shape[0]) if weights is None else np.asarray(weights, dtype=np.float64)
     d1 = _inv_sqrt(S.sum(axis=1))
-    d2 = _inv_sqrt(S.sum(axis=0))
+    d2 = _inv_sqrt(w @ S)
     SS1 = S * d1[:, None] * d2[None, :]
-    M = SS1.T @ SS1
+    M = SS1.T @ (SS1 * w[:, None])
     K = M.shape[0]
     k = min(n_clusters + 1, K)
     vals, vecs = eigh((M + M.T) / 2.0, subset_by_index=[K - k, K - 1])
@@ -200,8 +276,11 @@ class SCCBG(ConsensusMethod):
     def _fit(self, members, n_clusters, X, rng):
         c = n_clusters
         gamma = self.gamma
-        H0 = one_hot(members).toarray()
-        A = H0.T @ H0
+        # every step is row-wise: it runs on the distinct label rows (microclusters), weighted by their sizes
+        micro = compute_microclusters(members)
+        sizes = micro.sizes.astype(np.float64)
+        H0 = micro.indicator().toarray()
+        A = H0.T @ (H0 * sizes[:, None])       # = H0^T H0 over the objects (integer counts, exact)
         S = H0.copy()
         W = np.zeros_like(H0)
         lam, rho = 1.0, 0.5
@@ -212,10 +291,10 @@ class SCCBG(ConsensusMethod):
         for it in range(1, self.max_iter + 1):
             n_iter = it
             if W.min() < 1.0:
-                W = self._solve(lambda X_, S=S, rho=rho, rows=False: w_step_objective(X_, S, H0, A, gamma, rho,
-                                                                                        per_row=rows),
-                                w_step_lipschitz(S, H0, A, gamma), W, qp_iters)
-            vals, U, V, d1, d2 = bipartite_spectrum(S, c)
+                W = self._solve(lambda X_, S=S, rho=rho: w_step_objective(X_, S, H0, A, gamma, rho, per_row=True),
+                                lambda D, S=S: w_step_linear(D, S, H0, A, gamma),
+                                w_step_lipschitz(S, H0, A, gamma), W, sizes, qp_iters)
+            vals, U, V, d1, d2 = bipartite_spectrum(S, c, sizes)
             fn1 = float(np.sum(vals[:c]))
             fn2 = float(np.sum(vals[:c + 1]))
             history["lambda"].append(lam)
@@ -229,13 +308,15 @@ class SCCBG(ConsensusMethod):
                 break
             dist = squared_distances(U * d1[:, None], V * d2[:, None])
             WA = W @ A
-            S = self._solve(lambda S_, dist=dist, lam=lam, W=W, WA=WA, rows=False: s_step_objective(
-                                S_, W, H0, A, gamma, lam, dist, per_row=rows, WA=WA),
-                            s_step_lipschitz(W, A, gamma), S, qp_iters)
-            history["s_objective"].append(s_step_objective(S, W, H0, A, gamma, lam, dist)[0])
+            S = self._solve(lambda S_, dist=dist, lam=lam, W=W, WA=WA: s_step_objective(
+                                S_, W, H0, A, gamma, lam, dist, per_row=True, WA=WA),
+                            lambda D, W=W, WA=WA: s_step_linear(D, W, A, gamma, WA),
+                            s_step_lipschitz(W, A, gamma), S, sizes, qp_iters)
+            rows, _ = s_step_objective(S, W, H0, A, gamma, lam, dist, per_row=True, WA=WA)
+            history["s_objective"].append(float(np.dot(sizes, rows)))
             S[S < PRUNE] = 0.0
             rho *= 2.0
-        labels = bipartite_component_labels(S)
+        labels = micro_bipartite_component_labels(S, micro.assignment)
         self.diagnostics_ = {
             "n_iter": n_iter,
             "converged": converged,
@@ -243,15 +324,17 @@ class SCCBG(ConsensusMethod):
             "fn1": history["fn1"],
             "s_objective": history["s_objective"],
             "qp_iterations": qp_iters,
+            "n_microclusters": micro.n_micro,
         }
         return labels
 
-    def _solve(self, fun, lipschitz, x0, qp_iters):
-        """One separable box QP step; ``fun(X, rows=...)`` gives the summed or per-row objective."""
+    def _solve(self, fun, linear, lipschitz, x0, sizes, qp_iters):
+        """One separable box QP step over the microcluster rows; ``fun(X)`` gives the per-row values and the
+        gradient, ``linear(D)`` the linear part of the (affine) gradient."""
         if self.qp_solver == "pg":
-            x, n_it, _ = box_minimize_rows(lambda X_: fun(X_, rows=True), x0, lipschitz, self.qp_iter, self.qp_tol)
+            x, n_it, _ = box_minimize_rows(fun, x0, lipschitz, self.qp_iter, self.qp_tol, linear=linear)
         else:
-            x, res = _box_minimize(fun, x0, self.qp_iter, self.qp_tol)
+            x, res = _box_minimize(fun, x0, self.qp_iter, self.qp_tol, weights=sizes)
             n_it = int(res.nit)
         qp_iters.append(int(n_it))
         return x
