@@ -381,9 +381,10 @@ def test_deviations_our_own_grid_brackets_are_put_down_to_the_setting(monkeypatc
     grids = {
         "main": pd.DataFrame({"dataset": ["A", "A", "A", "B"], "method": ["TRCE (default)", "TRCE (default)",
                                                                             "DREC", "DREC"],
-                              "params": ["g=1", "g=2", "{}", "{}"], "ari": [0.30, 0.50, 0.9, 0.9]}),
+                              "params": ["g=1", "g=2", "{}", "{}"], "ari": [0.30, 0.50, 0.9, 0.9],
+                              "runs": [10, 10, 10, 10]}),
         "sens": pd.DataFrame({"dataset": ["A", "A"], "method": ["DREC", "DREC"], "params": ["l=1", "l=2"],
-                              "ari": [0.10, 0.20]}),
+                              "ari": [0.10, 0.20], "runs": [3, 2]}),
     }
     monkeypatch.setattr(assemble, "_point_means", lambda root, config, cache: grids.get(config))
 
@@ -401,6 +402,6 @@ def test_deviations_our_own_grid_brackets_are_put_down_to_the_setting(monkeypatc
     manifest = parse_manifest({"paper": "toy", "title": "toy", "tables": [], "sensitivity": ["sens"]}, "toy.yaml")
     attribute_to_setting(manifest, {"t2": frame})
     assert list(frame["cause_kind"]) == ["setting", "", "setting", "", "recorded"]
-    assert "2 parameter points of main our mean ranges 0.300..0.500" in frame.loc[0, "cause"]
-    assert "of sens" in frame.loc[2, "cause"]
+    assert "2 parameter points of main (>= 10 runs each) our mean ranges 0.300..0.500" in frame.loc[0, "cause"]
+    assert "of sens (>= 2 runs each)" in frame.loc[2, "cause"]
     assert manifest.configs("full") == ["sens"] and manifest.configs("quick") == []
