@@ -132,3 +132,16 @@ def check_memory(memory):
     from sklearn.utils.validation import check_memory as _sk_check_memory
 
     return _sk_check_memory(memory)
+
+
+def cached_call(memory, func, *args):
+    """``func(*args)`` through the cache of a ``memory`` parameter (:func:`check_memory`).
+
+    Returns ``(result, hit)``: ``hit`` tells whether the result came from the cache (False without a cache, or
+    for a cache object without ``check_call_in_cache``). AWEC-H/-S, ACMK-KM/-SC and RSEC-H/-Z share their
+    solves through it.
+    """
+    solve = check_memory(memory).cache(func)
+    check = getattr(solve, "check_call_in_cache", None)
+    hit = bool(check(*args)) if check is not None else False
+    return solve(*args), hit

@@ -42,7 +42,7 @@ import time
 
 import numpy as np
 
-from ensclust.core.cache import check_memory
+from ensclust.core.cache import cached_call
 from ensclust.core.coassoc import coassociation
 from ensclust.core.simplex import simplex_qp
 from ensclust.core.spectral import kmeans_labels, spectral_clustering
@@ -296,10 +296,7 @@ class _ACMK(ConsensusMethod):
                              inner_pgtol=p["inner_pgtol"], mu0=p["mu0"], rho=p["rho"], mu_max=p["mu_max"],
                              dtype=p["dtype"], g_step=p["g_step"], recompute_f=p["recompute_f"],
                              compress=p["compress"])
-        solve = check_memory(p["memory"]).cache(_admm)
-        check = getattr(solve, "check_call_in_cache", None)
-        cached = bool(check(X, labels, solver_params)) if check is not None else False
-        result = solve(X, labels, solver_params)
+        result, cached = cached_call(p["memory"], _admm, X, labels, solver_params)
         W = result["W"]
         if self.final == "sc":
             # spec 3.4 ACMK-SC: normalised spectral clustering (NJW) on W* = sym(W), 10 k-means restarts

@@ -848,13 +848,11 @@ class _AWEC(ConsensusMethod):
     solve_group = "awec"
 
     def _solve(self, members, n_clusters):
-        from ensclust.core.cache import check_memory
+        from ensclust.core.cache import cached_call
 
         solve_params = {k: v for k, v in self._params.items() if k not in _NOT_SOLVE_PARAMS}
-        solve = check_memory(self._params["memory"]).cache(_solve_topology)
-        check = getattr(solve, "check_call_in_cache", None)
-        hit = bool(check(members, n_clusters, solve_params)) if check is not None else False
-        out = dict(solve(members, n_clusters, solve_params))
+        out, hit = cached_call(self._params["memory"], _solve_topology, members, n_clusters, solve_params)
+        out = dict(out)
         out["cached"] = hit
         return out
 

@@ -134,8 +134,8 @@ def span_basis(U: np.ndarray, extra: list, *, rel_tol: float = 1e-12) -> np.ndar
     try:
         Q, s, _ = np.linalg.svd(G, full_matrices=False)
     except np.linalg.LinAlgError:
-        # divide and conquer (gesdd) fails to converge on some finite matrices (Aggregation, EC-CMS Table IV);
-        # the QR-iteration driver computes the same decomposition
+        # numpy's gesdd first (its bits give the committed labels); divide and conquer fails to converge on some
+        # finite matrices (Aggregation, EC-CMS Table IV), the QR-iteration driver computes the same decomposition
         Q, s, _ = linalg.svd(G, full_matrices=False, check_finite=True, lapack_driver="gesvd")
     Q = Q[:, s > rel_tol]
     if Q.shape[1] == 0:
@@ -411,13 +411,10 @@ class _RSEC(ConsensusMethod):
     }
 
     def _solve(self, members, n_clusters):
-        from ensclust.core.cache import check_memory
+        from ensclust.core.cache import cached_call
 
         solve_params = {k: self._params[k] for k in _SOLVE_PARAMS}
-        solve = check_memory(self._params["memory"]).cache(_rsec_outputs)
-        check = getattr(solve, "check_call_in_cache", None)
-        hit = bool(check(members, n_clusters, solve_params)) if check is not None else False
-        out = solve(members, n_clusters, solve_params)
+        out, hit = cached_call(self._params["memory"], _rsec_outputs, members, n_clusters, solve_params)
         self.diagnostics_ = {**out["diagnostics"], "solve_cached": hit}
         # microcluster level (as TRCE): the object-level W_z is W[np.ix_(a, a)], a = micro.assignment; a copy,
         # so that altering the fitted matrix cannot reach a cached solve

@@ -36,6 +36,7 @@ from ensclust.experiment.store import ResultStore
 
 PSEUDO_COST_S = 0.05  # a base-clustering statistic: scoring the members, no fit
 SHARED_SOLVE_COST_S = 1.0  # a fit that reuses its partner's solve: post-processing only
+_BUILTIN_N = {"iris": 150, "wine": 178, "digits": 1797, "breast_cancer_sklearn": 569}
 
 
 def _solve_group(method_name: str) -> str | None:
@@ -45,7 +46,6 @@ def _solve_group(method_name: str) -> str | None:
         return get_method_class(method_name).solve_group
     except UserError:  # a pseudo-method (km-avg) or an unregistered name: no shared solve
         return None
-_BUILTIN_N = {"iris": 150, "wine": 178, "digits": 1797, "breast_cancer_sklearn": 569}
 
 
 @dataclass

@@ -100,8 +100,9 @@ def assemble_paper(manifest: Manifest, results_root="results", write=True, cache
         dev = _deviations(manifest, frames)
         if len(dev):
             index += ["", f"## Every deviation above {DEVIATION}", "",
-                      "Compared cells with |ours - paper| > 0.05, largest first, with the recorded cause, the pool "
-                      "attribution (the base row deviates on that data set and metric) or none.", "",
+                      "Compared cells with |ours - paper| > 0.05, largest first, with their cause: recorded, setting "
+                      "(our parameter grid brackets the paper's value), pool (the base row deviates on that data "
+                      "set and metric) or none.", "",
                       "| table | metric | method | data set | param | ours | paper | diff | cause |",
                       "|---|---|---|---|---|---|---|---|---|"]
             for r in dev.itertuples(index=False):
