@@ -405,3 +405,17 @@ def test_deviations_our_own_grid_brackets_are_put_down_to_the_setting(monkeypatc
     assert "2 parameter points of main (>= 10 runs each) our mean ranges 0.300..0.500" in frame.loc[0, "cause"]
     assert "of sens (>= 2 runs each)" in frame.loc[2, "cause"]
     assert manifest.configs("full") == ["sens"] and manifest.configs("quick") == []
+
+
+def test_a_cause_can_name_the_metric_it_explains():
+    # EC-CMS Table III: one metric of the table deviates (||C||_F's relative change) while the score offsets match
+    manifest = parse_manifest({"paper": "toy", "title": "toy", "tables": [], "causes": [
+        {"table": "table3*", "metric": "C_fro_relative_change", "cause": "which C is not stated"},
+        {"table": "table3*", "dataset": "Wine", "cause": "any metric on Wine"}]}, "toy.yaml")
+    assert manifest.cause_of("table3_x", "UMIST", "Proposed", "C_fro_relative_change") == "which C is not stated"
+    assert manifest.cause_of("table3_x", "UMIST", "Proposed", "ARI") == ""
+    assert manifest.cause_of("table3_x", "Wine", "Proposed", "ARI") == "any metric on Wine"
+    assert manifest.cause_of("table3_x", "Wine", "Proposed") == "any metric on Wine"   # metric not given
+    with pytest.raises(Exception, match="metrc"):
+        parse_manifest({"paper": "toy", "title": "toy", "tables": [], "causes": [
+            {"metrc": "ARI", "cause": "typo"}]}, "toy.yaml")

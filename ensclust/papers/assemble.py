@@ -197,7 +197,7 @@ def assemble_table(manifest: Manifest, spec: TableSpec, results_root="results", 
             else:
                 rec.update(status="no paper value" if not hits else rec["status"])
         if rec["within"] != "yes":
-            rec["cause"] = manifest.cause_of(spec.table, p.dataset, p.method)
+            rec["cause"] = manifest.cause_of(spec.table, p.dataset, p.method, p.metric)
             rec["cause_kind"] = "recorded" if rec["cause"] else ""
         out.append(rec)
     if spec.offsets:

@@ -22,7 +22,7 @@ One YAML file per paper in ``ensclust/papers/manifests/`` (package data)::
             protocol: "..."          # how it departs from the paper's protocol (printed in the caption)
             substitute: {Lung: lung_discrete}   # paper dataset -> our column: a substitute data set
     causes:                          # known causes of deviations, quoted by the scorecard
-      - {table: table2_acc, dataset: Yale, method: "*", cause: "..."}
+      - {table: table2_acc, dataset: Yale, method: "*", cause: "..."}   # optional metric: NMI (default "*")
     sensitivity: [acmk_sensitivity]  # optional: configs that run rows over parameter grids; a deviation that
                                      # their grid brackets is put down to the setting (scorecard)
     base_row: KM-avg                 # optional: the paper's row of the mean base K-means score; where ours
@@ -54,7 +54,7 @@ _TOP_KEYS = ("paper", "title", "paper_tables", "repetitions", "authors_pools", "
              "sensitivity")
 _TABLE_KEYS = ("table", "title", "columns", "columns_from", "rows", "metric", "sources", "notes", "offsets")
 _SOURCE_KEYS = ("config", "tier", "protocol", "substitute")
-_CAUSE_KEYS = ("table", "dataset", "method", "cause")
+_CAUSE_KEYS = ("table", "dataset", "method", "metric", "cause")
 
 
 @dataclass(frozen=True)
@@ -91,10 +91,11 @@ class Cause:
     table: str = "*"
     dataset: str = "*"
     method: str = "*"
+    metric: str = "*"
 
-    def matches(self, table: str, dataset: str, method: str) -> bool:
-        return all(fnmatch.fnmatchcase(str(value).lower(), pattern.lower())
-                   for value, pattern in ((table, self.table), (dataset, self.dataset), (method, self.method)))
+    def matches(self, table: str, dataset: str, method: str, metric: str = "") -> bool:
+        pairs = ((table, self.table), (dataset, self.dataset), (method, self.method), (metric, self.metric))
+        return all(fnmatch.fnmatchcase(str(value).lower(), pattern.lower()) for value, pattern in pairs)
 
 
 @dataclass
@@ -129,9 +130,9 @@ class Manifest:
             names += self.sensitivity
         return list(dict.fromkeys(names))
 
-    def cause_of(self, table: str, dataset: str, method: str) -> str:
+    def cause_of(self, table: str, dataset: str, method: str, metric: str = "") -> str:
         for c in self.causes:
-            if c.matches(table, dataset, method):
+            if c.matches(table, dataset, method, metric):
                 return c.cause
         return ""
 
