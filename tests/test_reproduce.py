@@ -419,3 +419,23 @@ def test_a_cause_can_name_the_metric_it_explains():
     with pytest.raises(Exception, match="metrc"):
         parse_manifest({"paper": "toy", "title": "toy", "tables": [], "causes": [
             {"metrc": "ARI", "cause": "typo"}]}, "toy.yaml")
+
+
+def test_cells_of_a_since_revised_method_are_marked_until_rerun(toy, capsys, monkeypatch):
+    # a revision of a method's code makes its stored cells stale: the tables still show them (nothing is lost),
+    # marked "o", and the next run of the config recomputes exactly those cells and drops the mark
+    from ensclust.methods import get_method_class
+
+    results = toy / "results"
+    assert invoke_cli(capsys, "reproduce", "toy", "--results", str(results), "--quiet")[0] == 0
+    monkeypatch.setattr(get_method_class("lwea"), "revision", 7)
+    code, _, err = invoke_cli(capsys, "reproduce", "toy", "--assemble-only", "--results", str(results), "--quiet")
+    assert code == 0, err
+    frame = pd.read_csv(results / "papers" / "toy" / "table1_ari.csv", keep_default_na=False)
+    cell = {(r.method, r.dataset): r for r in frame.itertuples(index=False)}
+    assert "o" in cell[("LWEA", "Iris")].marks.split()
+    assert "o" not in cell[("EAC", "Iris")].marks.split()      # other methods keep their cells unmarked
+    assert "o: computed by an older revision" in (results / "papers" / "toy" / "table1_ari.md").read_text()
+    assert invoke_cli(capsys, "reproduce", "toy", "--results", str(results), "--quiet")[0] == 0
+    frame = pd.read_csv(results / "papers" / "toy" / "table1_ari.csv", keep_default_na=False)
+    assert "o" not in frame[frame["method"] == "LWEA"]["marks"].iloc[0].split()

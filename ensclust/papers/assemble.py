@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ensclust.errors import UserError
 from ensclust.experiment.compare import (
     METRIC_ALIASES,
     compare,
@@ -44,6 +45,7 @@ MARKS = {
     "s": "substitute data set (the paper's is not available)",
     "p": "generated pool where the authors published theirs",
     "i": "tuned among fewer grid points than the config lists",
+    "o": "computed by an older revision of the method's code (the next run of the config recomputes it)",
 }
 COLUMNS = ["table", "metric", "method", "dataset", "param", "paper_mean", "paper_std", "ours_mean", "ours_std",
            "ours_n", "diff", "abs_diff", "tolerance", "within", "status", "marks", "worse", "source", "also",
@@ -114,7 +116,28 @@ def _marks(run: _SourceRun, row, manifest: Manifest, paper_dataset: str) -> list
             marks.append("p")
     if "grid incomplete" in str(row["policy"]):
         marks.append("i")
+    label = str(row["ours_label"])
+    if any(label == old or label.startswith(old + " [") for old in _outdated_labels(run.config)):
+        marks.append("o")   # a grid point of an 'each' row is labelled "<label> [<point>]" (tuning.py)
     return marks
+
+
+def _outdated_labels(config) -> set:
+    """Row labels of ``config`` (as its results folder recorded it) whose method's code has been revised since:
+    their stored cells are what the older code computed (``ConsensusMethod.revision``)."""
+    from ensclust.methods import get_method_class
+
+    outdated = set()
+    for method in config.methods:
+        if method.is_pseudo:
+            continue  # a base-clustering statistic: no method code
+        try:
+            current = get_method_class(method.name).revision
+        except UserError:
+            continue  # a plug-in that is not loaded here: nothing to compare
+        if method.revision != current:
+            outdated.add(method.label)
+    return outdated
 
 
 def is_worse(tables: list, row) -> bool:
