@@ -51,6 +51,34 @@ def test_tfidf_closed_form_and_sparse():
         apply_preprocess(-counts, "tfidf")
 
 
+def test_log_tfidf_closed_form_and_sparse():
+    counts = np.array([[3, 0, 1], [0, 2, 1], [1, 1, 1], [0, 0, 4]], dtype=float)
+    n = counts.shape[0]
+    df = (counts > 0).sum(0)
+    with np.errstate(divide="ignore"):
+        expected = np.where(counts > 0, 1 + np.log(counts), 0.0) * np.log(n / df)
+    norms = np.linalg.norm(expected, axis=1, keepdims=True)
+    expected /= np.where(norms > 0, norms, 1.0)
+    assert np.all(expected[:, 2] == 0) and np.all(expected[3] == 0)  # a term in every document weighs 0
+    assert np.allclose(apply_preprocess(counts, "tfidf_log"), expected)
+    sp = apply_preprocess(sparse.csr_matrix(counts), "tfidf_log")
+    assert sparse.issparse(sp) and np.allclose(sp.toarray(), expected)
+    with pytest.raises(UserError, match="non-negative"):
+        apply_preprocess(-counts, "tfidf_log")
+
+
+def test_log_tfidf_is_the_lmkcf_weighting_of_tr11(data_dir):
+    # the shared data's tr11_tfidf.mat (LMKCF's *_tfidf_uni files) is this weighting of tr11.mat's counts
+    import scipy.io as sio
+
+    if not (data_dir / "tr11.mat").exists() or not (data_dir / "tr11_tfidf.mat").exists():
+        pytest.skip("tr11.mat / tr11_tfidf.mat not in the shared data")
+    counts = sio.loadmat(data_dir / "tr11.mat")["X"]
+    published = sparse.csr_matrix(sio.loadmat(data_dir / "tr11_tfidf.mat")["X"])
+    ours = sparse.csr_matrix(apply_preprocess(sparse.csr_matrix(counts, dtype=float), "tfidf_log"))
+    assert abs(ours - published).max() < 1e-12
+
+
 def test_sparse_scalings_stay_sparse():
     A = sparse.random(30, 8, density=0.3, random_state=0, format="csr") * 5
     for method in ("zscore", "minmax", "l2", "none"):

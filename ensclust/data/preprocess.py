@@ -1,4 +1,4 @@
-"""Feature preprocessing: none, zscore, minmax, l2 (rows), tfidf. Deterministic and sparse-aware.
+"""Feature preprocessing: none, zscore, minmax, l2 (rows), tfidf, tfidf_log. Deterministic and sparse-aware.
 
 Sparse matrices stay sparse, so the column-wise scalings do not centre them (centring would fill the
 matrix): for sparse X ``zscore`` divides each column by its standard deviation and ``minmax`` divides by
@@ -12,7 +12,7 @@ from scipy import sparse
 
 from ensclust.errors import UserError
 
-PREPROCESS = ("none", "zscore", "minmax", "l2", "tfidf")
+PREPROCESS = ("none", "zscore", "minmax", "l2", "tfidf", "tfidf_log")
 
 
 def preprocess(X, method: str = "none", *, where: str = ""):
@@ -21,12 +21,15 @@ def preprocess(X, method: str = "none", *, where: str = ""):
     Parameters
     ----------
     X : ndarray or sparse matrix, n x d
-    method : {"none", "zscore", "minmax", "l2", "tfidf"}
+    method : {"none", "zscore", "minmax", "l2", "tfidf", "tfidf_log"}
         ``zscore``: per column (x - mean) / std (population std; constant columns become 0).
         ``minmax``: per column to [0, 1] (constant columns become 0).
         ``l2``: every row scaled to unit Euclidean norm (zero rows stay zero).
         ``tfidf``: scikit-learn's TfidfTransformer (smooth idf, sublinear_tf=False, unit-L2 rows); needs
         non-negative counts.
+        ``tfidf_log``: ``(1 + ln tf) * ln(N / df)`` for every nonzero count, then unit-L2 rows (a term in every
+        document gets weight 0). The weighting of the ``*_tfidf_uni.mat`` text sets of the LMKCF repository (its
+        ``tr11_tfidf.mat`` / ``tr31_tfidf.mat`` equal it to rounding); needs non-negative counts.
     """
     from ensclust.errors import unknown_name_error
 
@@ -40,12 +43,15 @@ def preprocess(X, method: str = "none", *, where: str = ""):
         from sklearn.preprocessing import normalize
 
         return normalize(X, norm="l2", axis=1, copy=True)
+    if method in ("tfidf", "tfidf_log"):
+        values = X.data if is_sparse else X
+        if values.size and values.min() < 0:
+            raise UserError(f"{where}: {method} needs non-negative term counts; this data has negative values")
+    if method == "tfidf_log":
+        return _log_tfidf(X)
     if method == "tfidf":
         from sklearn.feature_extraction.text import TfidfTransformer
 
-        values = X.data if is_sparse else X
-        if values.size and values.min() < 0:
-            raise UserError(f"{where}: tfidf needs non-negative term counts; this data has negative values")
         out = TfidfTransformer(norm="l2", use_idf=True, smooth_idf=True).fit_transform(X)
         return sparse.csr_matrix(out, dtype=np.float64) if is_sparse else np.asarray(out.toarray(), dtype=np.float64)
     if is_sparse:
@@ -68,3 +74,19 @@ def preprocess(X, method: str = "none", *, where: str = ""):
     span = X.max(axis=0) - lo
     span[span == 0] = 1.0
     return (X - lo) / span
+
+
+def _log_tfidf(X):
+    """``(1 + ln tf) ln(N / df)`` with unit-L2 rows (see :func:`preprocess`), sparse in, sparse out."""
+    from sklearn.preprocessing import normalize
+
+    is_sparse = sparse.issparse(X)
+    W = sparse.csr_matrix(X, dtype=np.float64, copy=True)
+    W.eliminate_zeros()
+    n = W.shape[0]
+    df = np.bincount(W.indices, minlength=W.shape[1])
+    with np.errstate(divide="ignore"):
+        idf = np.where(df > 0, np.log(n / np.maximum(df, 1)), 0.0)
+    W.data = (1.0 + np.log(W.data)) * idf[W.indices]
+    W = normalize(W, norm="l2", axis=1, copy=False)
+    return W if is_sparse else W.toarray()

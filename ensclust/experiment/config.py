@@ -25,6 +25,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from ensclust.data.preprocess import PREPROCESS
 from ensclust.errors import UserError, did_you_mean, unknown_name_error
 from ensclust.experiment.grid import expand_grid, parse_grid
 from ensclust.experiment.yamlio import Located, load_yaml, load_yaml_file
@@ -32,7 +33,6 @@ from ensclust.metrics import FIT_METRICS, METRICS, NMI_AVERAGES, label_metrics
 
 PSEUDO_METHODS = ("km-avg", "km-best")
 TUNING_POLICIES = ("fixed", "oracle-best-mean", "oracle-per-repetition", "each")
-PREPROCESS = ("none", "zscore", "minmax", "l2", "tfidf")
 DRAW_MODES = ("first", "random", "disjoint", "fresh", "randperm_stream", "randperm_per_run")
 OUTPUTS = ("csv", "latex", "markdown", "png")
 TTESTS = ("paired", "student", "welch")
