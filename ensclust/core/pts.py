@@ -108,7 +108,7 @@ def trajectory_inner_products(P: sparse.spmatrix, n_steps: int, dtype=np.float64
 
     Parameters
     ----------
-    P : (n, n) sparse row-stochastic matrix (isolated rows all zero).
+    P : (n, n) sparse (or dense) row-stochastic matrix (isolated rows all zero).
     n_steps : T.
     dtype : float64, or float32 (half memory and time of the dense products, relative error ~1e-6).
     stationary : (n,) array or None
@@ -133,15 +133,16 @@ def trajectory_inner_products(P: sparse.spmatrix, n_steps: int, dtype=np.float64
     is on the A form; entrywise in the P form it carries max(pi) / sqrt(pi_i pi_j), so it is a design rule
     checked by measurement (tests; results/bench/pts_s7), not a proof of an entrywise error below eps.
     """
-    P64 = sparse.csr_matrix(P, dtype=np.float64)
-    P = P64.astype(dtype) if np.dtype(dtype) != np.float64 else P64
     n = P.shape[0]
     T = max(int(n_steps), 1)
-    if stationary is not None and P.nnz > 0.05 * n ** 2:
+    nnz = P.nnz if sparse.issparse(P) else np.count_nonzero(P)
+    if stationary is not None and nnz > 0.05 * n ** 2:
         # dense graph (ECPCS's cluster graph, PTS on few microclusters): every step in closed form on the
         # eigenvectors of the symmetrised walk, one eigh and three n^3 products instead of T products
-        IP = reversible_trajectory_sum(P64, T, np.asarray(stationary, dtype=np.float64))
+        IP = reversible_trajectory_sum(P, T, np.asarray(stationary, dtype=np.float64))
         return IP if IP.dtype == np.dtype(dtype) else IP.astype(dtype)
+    P64 = sparse.csr_matrix(P, dtype=np.float64)
+    P = P64.astype(dtype) if np.dtype(dtype) != np.float64 else P64
     tail = None
     n_exact = T
     if stationary is not None and _worth_spectral_tail(P, T):
@@ -201,8 +202,11 @@ def reversible_trajectory_sum(P, n_steps: int, stationary: np.ndarray) -> np.nda
     IP = np.zeros((n, n))
     if active.size == 0:
         return IP
-    Pa = P[active][:, active] if sparse.issparse(P) else np.asarray(P)[np.ix_(active, active)]
-    Pa = Pa.toarray() if sparse.issparse(Pa) else np.array(Pa, dtype=np.float64)
+    if sparse.issparse(P):
+        Pa = P[active][:, active].toarray().astype(np.float64, copy=False)
+    else:
+        Pa = np.asarray(P, dtype=np.float64)
+        Pa = Pa if active.size == n else Pa[np.ix_(active, active)]
     # IP is block diagonal over the connected components (no walk crosses between them): one decomposition
     # per component keeps the zeros between components exact (one decomposition of the whole graph would
     # leave +-1e-17 rounding there) and costs less
@@ -429,7 +433,7 @@ def propagate_similarity(similarity: np.ndarray, n_steps: int) -> np.ndarray:
         P = np.where(row_sum[:, None] > 0, S / row_sum[:, None], 0.0)
     # P = D^-1 S with S symmetric is reversible with pi = d (row sums): the closed form of
     # :func:`reversible_trajectory_sum` (ECPCS's cluster graph is dense)
-    IP = trajectory_inner_products(sparse.csr_matrix(P), n_steps, stationary=np.where(row_sum > 0, row_sum, 0))
+    IP = trajectory_inner_products(P, n_steps, stationary=np.where(row_sum > 0, row_sum, 0))
     isolated = P.sum(axis=1) < 1e-9
     Z = trajectory_cosine(IP, isolated=np.zeros(len(P), dtype=bool))
     Z[isolated, :] = 0.0
