@@ -4,7 +4,8 @@ specs/baselines/huang_family.md section 3).
 
 1. Cluster graph: Jaccard similarity of every pair of base clusters (Eq. 8; ``simxjac``).
 2. Propagation: t-step random-walk trajectory similarity ``Z`` of the cluster graph
-   (:func:`ensclust.core.pts.propagate_similarity`, ``computePTS_II.m``; Eqs. 9-13).
+   (:func:`ensclust.core.pts.propagate_similarity`, ``computePTS_II.m``; Eqs. 9-13), its t steps summed in
+   closed form from one eigendecomposition of the symmetrised walk (exact; ``reversible_trajectory_sum``).
 3. ECPCS-HC: enhanced co-association ``ECA_ij = (1/M) sum_q Z[pi_q(i), pi_q(j)]`` with ``diag(Z) = 1``
    (Eq. 14, ``getECA.m``), then average-link HAC cut at exactly k (deterministic; tie rule of
    ``ensclust.core.hierarchy``).
@@ -146,6 +147,9 @@ class ECPCSMC(ConsensusMethod):
     summary = "propagated cluster-wise similarities -> Ncut meta-clustering + voting"
     params = {"t": T_PARAM}
     randomized = True
+    # 1: propagation in closed form and a partial eigensolver in ncut_meta; the Yu-Shi discretisation moves
+    # some labels on rounding alone (2 of 160 EC-CMS Table IV cells, results/bench/ecpcs_s8)
+    revision = 1
     may_return_other_k = True   # the discretisation may leave meta-clusters unused (paper Sec. IV-D)
 
     def _fit(self, members, n_clusters, X, rng):
