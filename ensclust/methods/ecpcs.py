@@ -4,7 +4,8 @@ specs/baselines/huang_family.md section 3).
 
 1. Cluster graph: Jaccard similarity of every pair of base clusters (Eq. 8; ``simxjac``).
 2. Propagation: t-step random-walk trajectory similarity ``Z`` of the cluster graph
-   (:func:`ensclust.core.pts.propagate_similarity`, ``computePTS_II.m``; Eqs. 9-13).
+   (:func:`ensclust.core.pts.propagate_similarity`, ``computePTS_II.m``; Eqs. 9-13), its t steps summed in
+   closed form from one eigendecomposition of the symmetrised walk (exact; ``reversible_trajectory_sum``).
 3. ECPCS-HC: enhanced co-association ``ECA_ij = (1/M) sum_q Z[pi_q(i), pi_q(j)]`` with ``diag(Z) = 1``
    (Eq. 14, ``getECA.m``), then average-link HAC cut at exactly k (deterministic; tie rule of
    ``ensclust.core.hierarchy``).
@@ -21,7 +22,7 @@ object pairs of SciPy's condensed vector instead. No dense n x n matrix either w
 from __future__ import annotations
 
 import numpy as np
-from scipy import sparse
+from scipy import linalg, sparse
 
 from ensclust.core.hierarchy import hac_labels
 from ensclust.core.labels import cluster_counts, has_missing, labelled_both, one_hot
@@ -126,8 +127,10 @@ def ncut_meta(W: np.ndarray, n_groups: int, *, random_state=None) -> np.ndarray:
     W[np.diag_indices(n)] += 0.5 * (abs_sum - W.sum(axis=1)) + offset
     dr = 1.0 / np.sqrt(d + np.finfo(float).eps)
     Pm = W * dr[:, None] * dr[None, :]
-    _, vecs = np.linalg.eigh((Pm + Pm.T) / 2.0)
-    V = vecs[:, ::-1][:, :n_groups] * dr[:, None]
+    # only the n_groups largest eigenpairs are used: a partial symmetric solver (LAPACK syevr on an index
+    # range) instead of the full decomposition; columns reversed to descending order as before
+    _, vecs = linalg.eigh((Pm + Pm.T) / 2.0, subset_by_index=[n - n_groups, n - 1], check_finite=False)
+    V = vecs[:, ::-1] * dr[:, None]
     V *= np.sqrt(n) / np.linalg.norm(V, axis=0, keepdims=True)
     first = np.sign(V[0])
     V *= np.where(first != 0, -first, 1.0)[None, :]
@@ -144,6 +147,9 @@ class ECPCSMC(ConsensusMethod):
     summary = "propagated cluster-wise similarities -> Ncut meta-clustering + voting"
     params = {"t": T_PARAM}
     randomized = True
+    # 1: propagation in closed form and a partial eigensolver in ncut_meta; the Yu-Shi discretisation moves
+    # some labels on rounding alone (2 of 160 EC-CMS Table IV cells, results/bench/ecpcs_s8)
+    revision = 1
     may_return_other_k = True   # the discretisation may leave meta-clusters unused (paper Sec. IV-D)
 
     def _fit(self, members, n_clusters, X, rng):
