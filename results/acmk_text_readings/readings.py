@@ -181,7 +181,7 @@ def km_matlab(X, k, seed):
 
 
 def km_litekmeans(X, k, seed):
-    """Deng Cai's litekmeans defaults: k random samples as centres, batch Lloyd, MaxIter 100, 1 replicate;
+    """litekmeans defaults (MATLAB): k random samples as centres, batch Lloyd, MaxIter 100, 1 replicate;
     clusters that become empty are dropped (the result can have < k clusters)."""
     rs = np.random.RandomState(seed)
     n = X.shape[0]
@@ -248,7 +248,8 @@ DEFAULT_READINGS = (
     + [(f, "matlab") for f in ("raw", "l2", "tfidf", "tfidf_log", "tfidf_mat", "minmax", "zscore", "tfidf_sublin")]
     + [(f, "lite") for f in ("raw", "l2", "tfidf", "tfidf_log", "tfidf_mat", "minmax", "zscore", "tfidf_sublin")]
     + [(f, "skl_n10") for f in ("raw", "l2", "tfidf", "tfidf_mat", "tfidf_sublin")]
-    + [(f, "skl_random") for f in ("raw", "l2", "tfidf", "tfidf_sublin", "tfidf_mat")]
+    + [(f, "skl_random") for f in ("raw", "l2", "tfidf", "tfidf_sublin", "tfidf_mat", "l1")]
+    + [("l1", "matlab"), ("l1", "lite")]
     + [(f, "cosine") for f in ("l2", "tfidf", "tfidf_log", "tfidf_sublin", "minmax", "zscore")]
 )
 
@@ -311,7 +312,7 @@ def markdown(path: str) -> str:
         rows = list(csv.DictReader(fh))
     sets = [s for s in ("tr11", "tr12", "tr31") if any(r["dataset"] == s for r in rows)]
     keys = list(dict.fromkeys((r["features"], r["kmeans"]) for r in rows))
-    kord, ford = list(KMEANS), list(FEATURES)
+    kord, ford = ["skl_pp1", "matlab", "lite", "skl_random", "cosine", "skl_n10"], list(FEATURES)
     keys.sort(key=lambda fk: (kord.index(fk[1]), ford.index(fk[0])))
     by = {(r["dataset"], r["features"], r["kmeans"]): r for r in rows}
     lines = ["| # | features | K-means | " + " | ".join(f"{LABEL[s]} ACC | {LABEL[s]} NMI max (arith)" for s in sets)
@@ -338,14 +339,52 @@ def markdown(path: str) -> str:
     return "\n".join(lines)
 
 
+def fig3_scale(names=("tr31", "tr11", "tr12"), runs=3):
+    """Scale of the K-means term of Eq. 7 at the start (spec A14 Fig. 3 hint: Tr31 "Obj" ~1e7): ||X||_F^2 and the
+    summed SSE of v = 10 single K-means bases (mean SSE of `runs` skl_pp1 runs x 10) per feature reading."""
+    for name in names:
+        X, y = load(name)
+        c = len(np.unique(y))
+        for f in ("raw", "l2", "tfidf_sublin"):
+            Z = FEATURES[f][1](X)
+            sse = np.mean([KMeans(n_clusters=c, n_init=1, max_iter=100, random_state=s).fit(Z).inertia_
+                           for s in range(runs)])
+            print(f"{name} {f:13s} ||X||_F^2 = {Z.multiply(Z).sum():.3g}   10 x SSE of one base = {10 * sse:.3g}",
+                  flush=True)
+
+
+def tr31_members(runs=3):
+    """Cluster sizes of raw-count Tr31 members under k-means++ and random-sample seeding, and where the k-means++
+    seeds fall in the document-length distribution."""
+    X, y = load("tr31")
+    c = len(np.unique(y))
+    length = np.asarray(X.sum(axis=1)).ravel()
+    for kkey in ("skl_pp1", "skl_random"):
+        for s in range(runs):
+            sizes = np.sort(np.bincount(KMEANS[kkey][1](X, c, s)))[::-1]
+            print(f"tr31 raw {kkey:10s} seed {s}: cluster sizes {sizes.tolist()}", flush=True)
+    for s in range(runs):
+        _, idx = kmeans_plusplus(X, c, random_state=s)
+        pct = [round(float((length < length[i]).mean()), 3) for i in idx]
+        print(f"tr31 raw greedy k-means++ seed {s}: length percentiles of the {c} seed documents {pct}", flush=True)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--datasets", default="tr11,tr12,tr31")
     ap.add_argument("--readings", default="", help="comma list of FEATURE:KMEANS (default: the built-in list)")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "readings.csv"))
     ap.add_argument("--check-tfidf-files", action="store_true", help="compare the *_tfidf.mat files and exit")
+    ap.add_argument("--fig3-scale", action="store_true", help="print the K-means term scale and exit")
+    ap.add_argument("--tr31-members", action="store_true", help="print raw Tr31 member cluster sizes and exit")
     ap.add_argument("--markdown", action="store_true", help="print the README table from --out and exit")
     a = ap.parse_args(argv)
+    if a.fig3_scale:
+        fig3_scale()
+        return 0
+    if a.tr31_members:
+        tr31_members()
+        return 0
     if a.markdown:
         print(markdown(a.out))
         return 0
