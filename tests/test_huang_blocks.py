@@ -274,6 +274,7 @@ def test_spectral_tail_equals_explicit_trajectory_sum(monkeypatch):
 
 def test_walk_step_and_symmetrize_blocks():
     from ensclust.core import pts
+    from ensclust.core.dense import symmetrize_inplace
 
     P, _, _ = _walk_with_isolated(seed=7)
     G = (P @ P.T).toarray()
@@ -281,5 +282,5 @@ def test_walk_step_and_symmetrize_blocks():
         assert np.allclose(pts._walk_step(P, G, block=block), (P @ G @ P.T), rtol=0, atol=1e-15)
         X = np.random.default_rng(block).random((G.shape[0], G.shape[0]))
         Y = X.copy()
-        pts._symmetrize(Y, block=block)
+        symmetrize_inplace(Y, block=block)
         assert np.array_equal(Y, Y.T) and np.allclose(Y, (X + X.T) / 2, rtol=0, atol=1e-15)

@@ -34,6 +34,7 @@ from scipy.linalg import get_blas_funcs
 from scipy.sparse.csgraph import connected_components
 from scipy.sparse.linalg import ArpackNoConvergence, eigsh
 
+from ensclust.core.dense import symmetrize_inplace
 from ensclust.core.microclusters import Microclusters, compute_microclusters, microcluster_coassociation
 
 #: value the authors' code writes into the rows/columns of isolated microclusters
@@ -162,7 +163,7 @@ def trajectory_inner_products(P: sparse.spmatrix, n_steps: int, dtype=np.float64
         out = gemm(1.0, Yb.astype(dtype), X.astype(dtype), trans_b=True, beta=1.0, c=IP.T, overwrite_c=True)
         if not np.shares_memory(out, IP):    # the wrapper copied c instead of updating it in place
             IP[...] = out.T
-    _symmetrize(IP)
+    symmetrize_inplace(IP)
     return IP
 
 
@@ -246,7 +247,7 @@ def _component_trajectory_sum(P: np.ndarray, T: int, pi: np.ndarray) -> np.ndarr
     del H
     U /= sq[:, None]                           # V = Pi^-1/2 U
     IP = (U @ C) @ U.T
-    _symmetrize(IP)
+    symmetrize_inplace(IP)
     # P >= 0 makes every entry of IP >= 0; a true zero can come out as -1e-17 (e.g. the two sides of a
     # bipartite component): clip such rounding at 0
     np.maximum(IP, 0.0, out=IP)
@@ -269,19 +270,6 @@ def _walk_step(P: sparse.csr_matrix, G: np.ndarray, block: int = 256) -> np.ndar
         out[b0:, b0:b1] = Gb
         out[b0:b1, b1:] = Gb[b1 - b0:].T
     return out
-
-
-def _symmetrize(X: np.ndarray, block: int = 256) -> None:
-    """``X = (X + X^T) / 2`` in place, tile by tile (a whole-matrix ``X += X.T`` reads X.T with stride n)."""
-    n = X.shape[0]
-    for i0 in range(0, n, block):
-        i1 = min(i0 + block, n)
-        for j0 in range(i0, n, block):
-            j1 = min(j0 + block, n)
-            m = X[i0:i1, j0:j1] + X[j0:j1, i0:i1].T
-            m *= 0.5
-            X[i0:i1, j0:j1] = m
-            X[j0:j1, i0:i1] = m.T
 
 
 def _worth_spectral_tail(P: sparse.csr_matrix, n_steps: int) -> bool:

@@ -47,6 +47,7 @@ import numpy as np
 from scipy import sparse
 
 from ensclust.core.coassoc import coassociation
+from ensclust.core.dense import symmetrize_inplace
 from ensclust.core.hierarchy import hac_labels
 from ensclust.core.simplex import project_simplex
 from ensclust.errors import UserError
@@ -245,20 +246,6 @@ def _sparse_times_dense(Ws, X: np.ndarray) -> np.ndarray:
     return out
 
 
-def _symmetrize_inplace(M: np.ndarray, block: int = 1024) -> np.ndarray:
-    """M <- (M + M^T)/2 tile by tile (no n x n temporary); the same element-wise operations as (M + M.T)/2."""
-    n = M.shape[0]
-    for i in range(0, n, block):
-        I = slice(i, min(i + block, n))
-        for j in range(i, n, block):
-            J = slice(j, min(j + block, n))
-            X = M[I, J] + M[J, I].T
-            X /= 2.0
-            M[I, J] = X
-            M[J, I] = X.T
-    return M
-
-
 def _z_block_size(n: int) -> int:
     """Columns of Z per block of the sparse path: 1/8 of n (at least 128), so that the block buffers add up to
     ~1.3 n x n arrays instead of the ~6 n x n temporaries of the dense path."""
@@ -309,7 +296,7 @@ def _update_Z_sparse(C, gamma, delta, H, *, inner_iter, eta0, rho2, laplacian, s
     scale = float(np.max(np.abs(Ap))) if n else 0.0
     symmetric = _max_asymmetry(Ap) <= 1e-12 * scale
     if symmetric:
-        Ap = _symmetrize_inplace(Ap)
+        Ap = symmetrize_inplace(Ap)
         ApT = Ap
     else:
         ApT = np.ascontiguousarray(Ap.T)
@@ -413,7 +400,7 @@ def _update_Z_sparse(C, gamma, delta, H, *, inner_iter, eta0, rho2, laplacian, s
                       "symmetric": bool(symmetric), "g2": G2 is not None,
                       "seconds": {k: round(v, 3) for k, v in seconds.items()},
                       "density": float(np.count_nonzero(Zt)) / max(Zt.size, 1)})
-    return _symmetrize_inplace(Zt)
+    return symmetrize_inplace(Zt)
 
 
 def update_Z(C: np.ndarray, gamma: float, delta: float, H: np.ndarray, *, inner_iter: int = 10,
