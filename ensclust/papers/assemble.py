@@ -20,7 +20,7 @@ Provenance marks (letters after the number; the caption explains them):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -62,6 +62,7 @@ class _SourceRun:
     config: object
     tables: list
     compared: pd.DataFrame  # one row per paper row, same order
+    outdated: set = field(default_factory=set)  # row labels computed by an older revision of their method
 
 
 def paper_frame(manifest: Manifest, spec: TableSpec) -> pd.DataFrame:
@@ -98,7 +99,7 @@ def _load_source(results_root: Path, source: Source, paper: pd.DataFrame, cache:
     if source.substitute:
         frame["dataset"] = frame["dataset"].map(lambda d: source.substitute.get(d, d))
     result = compare(config, cells, frame, timing, tables=tables)
-    return _SourceRun(source, config, tables, result)
+    return _SourceRun(source, config, tables, result, _outdated_labels(config))
 
 
 def _marks(run: _SourceRun, row, manifest: Manifest, paper_dataset: str) -> list[str]:
@@ -117,7 +118,7 @@ def _marks(run: _SourceRun, row, manifest: Manifest, paper_dataset: str) -> list
     if "grid incomplete" in str(row["policy"]):
         marks.append("i")
     label = str(row["ours_label"])
-    if any(label == old or label.startswith(old + " [") for old in _outdated_labels(run.config)):
+    if any(label == old or label.startswith(old + " [") for old in run.outdated):
         marks.append("o")   # a grid point of an 'each' row is labelled "<label> [<point>]" (tuning.py)
     return marks
 
@@ -259,13 +260,16 @@ def attribute_to_setting(manifest: Manifest, frames: dict[str, pd.DataFrame], re
     paper's unstated (or differently selected) setting explains it (``cause_kind = "setting"``). Changes
     ``frames`` in place.
     """
+    point_means = {}  # config -> its per-point means (every open cell of every table asks again)
     for frame in frames.values():
         open_cells = (frame["status"] == "compared") & (frame["within"] != "yes") & (frame["cause"] == "")
         for idx in frame.index[open_cells]:
             row = frame.loc[idx]
             metric = _metric_key(row["metric"])
             for config in dict.fromkeys([row["source"], *manifest.sensitivity]):
-                means = _point_means(results_root, config, cache) if config else None
+                if config and config not in point_means:
+                    point_means[config] = _point_means(results_root, config, cache)
+                means = point_means.get(config)
                 if means is None or metric not in means:
                     continue
                 points = means[(means["dataset"] == row["ours_dataset"])
