@@ -161,6 +161,7 @@ def _lowrank_laplacian(factor: sparse.csr_matrix, deg: np.ndarray, scale: float)
 MISS_CHECK_COLUMNS = 4
 MISS_CHECK_MAXITER = 20
 MISS_CHECK_ROUNDS = 3
+MISS_RESOLVE_GUARDS = 4
 
 
 def _lobpcg_quiet(L, X0, precond, Y, tol, maxiter):
@@ -203,8 +204,9 @@ def _component_eigenpairs(S_sym, idx, q, warm, rng_seed, dense_limit, tol, maxit
     has no component in stays invisible (e.g. the vectors e_p - e_q of two points with identical rows of S,
     against a start that is equal on p and q; the preconditioner keeps that symmetry). ``check_missed``:
     after the solve, :func:`_below_returned` looks for such eigenpairs; only when it finds one the block is
-    re-solved with the found vectors appended (q + found columns, the q smallest kept), at most
-    ``MISS_CHECK_ROUNDS`` times. Where the check finds nothing the result is the plain solve's, bit for bit.
+    re-solved with guard columns (the found vectors, then seeded random ones: max(4, ceil(q/2)) guards; the q
+    smallest kept), at most ``MISS_CHECK_ROUNDS`` times. Where the check finds nothing the result is the
+    plain solve's, bit for bit.
     """
     sub = S_sym if idx is None else S_sym[idx][:, idx]
     s = sub.shape[0]
@@ -237,7 +239,9 @@ def _component_eigenpairs(S_sym, idx, q, warm, rng_seed, dense_limit, tol, maxit
             found = _below_returned(L, constant, vals, vecs, precond, rng_seed, tol)
             if found is None:
                 break
-            X1, _ = np.linalg.qr(np.hstack([vecs, found]))
+            guards = max(MISS_RESOLVE_GUARDS, (q + 1) // 2, found.shape[1])
+            extra = np.random.default_rng(rng_seed + 104729).standard_normal((s, guards - found.shape[1]))
+            X1, _ = np.linalg.qr(np.hstack([vecs, found, extra]))
             vals, vecs, warned = _lobpcg_quiet(L, X1, precond, constant, tol, maxiter)
             vals, vecs = vals[:q], vecs[:, :q]
     return vals, vecs, "lobpcg-not-converged" if warned else "lobpcg"
