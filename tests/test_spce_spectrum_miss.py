@@ -64,10 +64,22 @@ def test_component_eigenpairs_finds_the_degenerate_eigenpairs():
     S, vals, degenerate, warm = setup()
     q = 4
     got, vecs, solver = _component_eigenpairs(S, None, q, warm, 0, 50, 1e-8, 300)
+    assert solver == "lobpcg-miss-dense"
     np.testing.assert_allclose(got, vals[1:q + 1], rtol=1e-6, atol=1e-9)
     L = _dense_laplacian(S)
     np.testing.assert_allclose(vecs.T @ vecs, np.eye(q), atol=1e-8)
     assert np.abs(L @ vecs - vecs * got).max() < 1e-5
+
+
+def test_guard_resolve_above_the_dense_fallback(monkeypatch):
+    import ensclust.methods._spce_spectrum as spectrum
+
+    monkeypatch.setattr(spectrum, "MISS_DENSE_LIMIT", 0)   # the LOBPCG re-solve with guard columns
+    S, vals, degenerate, warm = setup()
+    q = 4
+    got, _, solver = _component_eigenpairs(S, None, q, warm, 0, 50, 1e-8, 300)
+    assert solver.startswith("lobpcg") and solver != "lobpcg-miss-dense"
+    np.testing.assert_allclose(got, vals[1:q + 1], rtol=1e-6, atol=1e-9)
 
 
 def test_no_miss_leaves_result_bit_identical():

@@ -162,6 +162,8 @@ MISS_CHECK_COLUMNS = 4
 MISS_CHECK_MAXITER = 20
 MISS_CHECK_ROUNDS = 3
 MISS_RESOLVE_GUARDS = 4
+#: Up to this block size a detected miss is resolved by dense ``eigh`` (exact; ~3 s CPU at 2400, ~28 s at 5500).
+MISS_DENSE_LIMIT = 6000
 
 
 def _lobpcg_quiet(L, X0, precond, Y, tol, maxiter):
@@ -197,16 +199,19 @@ def _component_eigenpairs(S_sym, idx, q, warm, rng_seed, dense_limit, tol, maxit
 
     ``factor``: optional ``(F, scale)`` with S = scale (F F^T - diag(F F^T)) (the co-association of the
     initial S, eq. 2); the iterative solver then multiplies through the factor (:func:`_lowrank_laplacian`).
-    Returns ``(values, vectors, solver)`` with solver None (dense ``eigh``), "lobpcg" (converged) or
-    "lobpcg-not-converged" (stopped above the tolerance; LOBPCG's warning is counted, not printed).
+    Returns ``(values, vectors, solver)`` with solver None (dense ``eigh``), "lobpcg" (converged),
+    "lobpcg-not-converged" (stopped above the tolerance; LOBPCG's warning is counted, not printed) or
+    "lobpcg-miss-dense" (the check found a miss, dense ``eigh`` answered).
 
     LOBPCG from a warm start can converge to eigenpairs that are not the smallest: an eigenspace the start
     has no component in stays invisible (e.g. the vectors e_p - e_q of two points with identical rows of S,
     against a start that is equal on p and q; the preconditioner keeps that symmetry). ``check_missed``:
     after the solve, :func:`_below_returned` looks for such eigenpairs; only when it finds one the block is
-    re-solved with guard columns (the found vectors, then seeded random ones: max(4, ceil(q/2)) guards; the q
-    smallest kept), at most ``MISS_CHECK_ROUNDS`` times. Where the check finds nothing the result is the
-    plain solve's, bit for bit.
+    solved by dense ``eigh`` (blocks up to ``MISS_DENSE_LIMIT``; the same answer as for a block below
+    dense_limit) or, above that, re-solved with guard columns (the found vectors, then seeded random ones:
+    max(4, ceil(q/2)) guards; the q smallest kept), at most ``MISS_CHECK_ROUNDS`` times. LOBPCG re-solves can
+    break down on exactly invariant vectors (e_p - e_q) and leave part of a large degenerate eigenspace out,
+    hence the dense fallback. Where the check finds nothing the result is the plain solve's, bit for bit.
     """
     sub = S_sym if idx is None else S_sym[idx][:, idx]
     s = sub.shape[0]
@@ -239,6 +244,10 @@ def _component_eigenpairs(S_sym, idx, q, warm, rng_seed, dense_limit, tol, maxit
             found = _below_returned(L, constant, vals, vecs, precond, rng_seed, tol)
             if found is None:
                 break
+            if s <= MISS_DENSE_LIMIT:  # a miss: the dense path's answer (as for blocks <= dense_limit)
+                L = _dense_laplacian(sub, deg)
+                vals, vecs = scipy.linalg.eigh(L, subset_by_index=[1, q], overwrite_a=True, check_finite=False)
+                return vals, vecs, "lobpcg-miss-dense"
             guards = max(MISS_RESOLVE_GUARDS, (q + 1) // 2, found.shape[1])
             extra = np.random.default_rng(rng_seed + 104729).standard_normal((s, guards - found.shape[1]))
             X1, _ = np.linalg.qr(np.hstack([vecs, found, extra]))

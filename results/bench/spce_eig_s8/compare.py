@@ -57,7 +57,7 @@ for cell, d in by.items():
     o, x = d["orig"], d["fix"]
     same = o["labels_sha256"] == x["labels_sha256"]
     ds, meth, params, rep = cell.split("|")
-    rows.append(dict(dataset=ds, params=params, rep=int(rep), same=same, cpu_o=o["cpu_s"], cpu_x=x["cpu_s"],
+    rows.append(dict(dataset=ds, method=meth, params=params, rep=int(rep), same=same, cpu_o=o["cpu_s"], cpu_x=x["cpu_s"],
                      **{f"{k}_o": v for k, v in o["scores"].items()}, **{f"{k}_x": v for k, v in x["scores"].items()}))
     dl = {k: x["scores"][k] - o["scores"][k] for k in o["scores"]}
     print(f"| {cell} | {'same' if same else 'CHANGED'} | {o['cpu_s']:.1f} | {x['cpu_s']:.1f} | "
@@ -67,7 +67,7 @@ if len(df):
     print(f"\nfits compared: {len(df)}, labels changed: {int((~df.same).sum())}; CPU sum committed solver "
           f"{df.cpu_o.sum():.1f} s, with check {df.cpu_x.sum():.1f} s (ratio {df.cpu_x.sum() / df.cpu_o.sum():.3f})")
     # my recomputed scores of the committed solver equal the committed metrics?
-    chk = df.merge(ref.assign(rep=ref.rep.astype(int)), on=["dataset", "params", "rep"])
+    chk = df.merge(ref.assign(rep=ref.rep.astype(int)), on=["dataset", "method", "params", "rep"])
     for k in ("ari", "nmi", "acc"):
         if k in chk:
             print(f"  recomputed {k} vs committed: max |diff| {np.abs(chk[k + '_o'] - chk[k]).max():.2e}")
