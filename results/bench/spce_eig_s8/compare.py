@@ -24,19 +24,25 @@ except FileNotFoundError:  # run still going: the finished cells' records
     mine = pd.DataFrame([json.load(open(f)) for f in sorted(glob.glob(f"{prefix}/{config}/cells/*.json"))])
 ref = pd.read_csv(f"{committed_root}/{config}/cells.csv")
 key = ["dataset", "method", "params", "rep"]
-m = mine.merge(ref, on=key, suffixes=("", "_ref"))
-print(f"cells run: {len(mine)}; matched to committed: {len(m)}; labels_sha256 equal: "
-      f"{int((m.labels_sha256 == m.labels_sha256_ref).sum())}")
+if len(mine):
+    m = mine.merge(ref, on=key, suffixes=("", "_ref"))
+    print(f"cells run: {len(mine)}; matched to committed: {len(m)}; labels_sha256 equal: "
+          f"{int((m.labels_sha256 == m.labels_sha256_ref).sum())}")
+else:
+    print("no runner cells stored under PREFIX")
 
 # 2. misses
-print("\n| solver | fits | LOBPCG calls | calls with a miss | missed eigenpairs (sum) | fits with >= 1 miss | "
-      "max abs eigenvalue error |")
-print("|---|---|---|---|---|---|---|")
+# a miss with max |eigenvalue error| <= 0.01 is a near-tie inside a cluster at LOBPCG's accuracy ("soft")
+print("\n| solver | fits | LOBPCG calls (audited) | calls with a miss, error > 0.01 | missed eigenpairs in them | "
+      "calls with a soft miss (error <= 0.01) | fits with >= 1 miss | max abs eigenvalue error |")
+print("|---|---|---|---|---|---|---|---|")
 for mode in ("orig", "fix"):
     c = [r for r in calls if r["mode"] == mode]
     f = [r for r in fits if r["mode"] == mode]
-    print(f"| {mode} | {len(f)} | {len(c)} | {sum(r['miss'] for r in c)} | "
-          f"{sum(r['n_missed'] for r in c if r['miss'])} | {sum(r['misses'] > 0 for r in f)} | "
+    hard = [r for r in c if r["miss"] and r["max_abs_diff"] > 1e-2]
+    soft = [r for r in c if r["miss"] and r["max_abs_diff"] <= 1e-2]
+    print(f"| {mode} | {len(f)} | {len(c)} ({sum(r.get('audited', True) for r in c)}) | {len(hard)} | "
+          f"{sum(r['n_missed'] for r in hard)} | {len(soft)} | {sum(r['misses'] > 0 for r in f)} | "
           f"{max([r['max_abs_diff'] for r in c] or [0]):.3g} |")
 print("\nmissed calls (committed solver): call index within the fit, s, q, missed, max |error|, iterations")
 for r in calls:
