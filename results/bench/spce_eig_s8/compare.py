@@ -15,6 +15,8 @@ prefix, config, tune = sys.argv[1], sys.argv[2], sys.argv[3]
 committed_root = sys.argv[4] if len(sys.argv) > 4 else "/work/main/results"
 calls = [json.loads(x) for x in open(prefix + ".calls.jsonl")]
 fits = [json.loads(x) for x in open(prefix + ".fits.jsonl")]
+done = {(r["cell"], r["mode"]) for r in fits}
+calls = [r for r in calls if (r["cell"], r["mode"]) in done]   # only finished fits (a run may be stopped)
 
 # 1. the unpatched path reproduces the committed cells
 try:
