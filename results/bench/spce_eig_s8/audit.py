@@ -22,7 +22,6 @@ import time
 
 import numpy as np
 import scipy.linalg
-from scipy.sparse import linalg as _spla
 
 import ensclust.methods._spce_spectrum as ss
 
@@ -92,7 +91,8 @@ def wrapped(S_sym, idx, q, warm, rng_seed, dense_limit, tol, maxiter, factor=Non
                lobpcg=vals.tolist(), exact=exact.tolist(), miss=bool(miss), n_missed=n_exact_below - n_ret_below,
                max_abs_diff=float(np.max(np.abs(vals - exact[1:q + 1]))), audited=True, key=key[0])
     if miss and DUMP and STATE["mode"] == "orig" and STATE["misses"] <= 2:
-        import os, pickle
+        import os
+        import pickle
         with open(os.path.join(DUMP, f"miss_{os.getpid()}_{STATE['calls']}_{len(EXACT)}.pkl"), "wb") as fh:
             pickle.dump(dict(sub=sub, q=q, warm=warm, seed=rng_seed, factor=None if factor is None else (
                 factor[0] if idx is None else factor[0][idx], factor[1]), tol=tol, maxiter=maxiter,
@@ -153,8 +153,8 @@ if kind == "run":
     runner.run_cell = run_cell
     main(sys.argv[3:])
 elif kind == "npz":
-    from ensclust.methods import get_method
     from ensclust.experiment.runner import labels_sha256
+    from ensclust.methods import get_method
 
     path, theta = sys.argv[3], float(sys.argv[4])
     m = int(sys.argv[5]) if len(sys.argv) > 5 else 20
