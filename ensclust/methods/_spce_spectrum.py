@@ -157,13 +157,61 @@ def _lowrank_laplacian(factor: sparse.csr_matrix, deg: np.ndarray, scale: float)
     return LinearOperator((s, s), matvec=matmat, matmat=matmat, dtype=np.float64)
 
 
-def _component_eigenpairs(S_sym, idx, q, warm, rng_seed, dense_limit, tol, maxiter, factor=None):
+#: Columns and iteration budget of the miss check after LOBPCG (see :func:`_component_eigenpairs`).
+MISS_CHECK_COLUMNS = 4
+MISS_CHECK_MAXITER = 20
+MISS_CHECK_ROUNDS = 3
+MISS_RESOLVE_GUARDS = 4
+#: Up to this block size a detected miss is resolved by dense ``eigh`` (exact; ~3 s CPU at 2400, ~28 s at 5500).
+MISS_DENSE_LIMIT = 6000
+
+
+def _lobpcg_quiet(L, X0, precond, Y, tol, maxiter):
+    """LOBPCG for the smallest eigenpairs, sorted; returns (values, vectors, warned)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        vals, vecs = lobpcg(L, X0, M=precond, Y=Y, tol=tol, maxiter=maxiter, largest=False)
+    order = np.argsort(vals, kind="stable")
+    return vals[order], vecs[:, order], bool(caught)
+
+
+def _below_returned(L, constant, vals, vecs, precond, rng_seed, tol):
+    """Vectors orthogonal to the constant and to ``vecs`` whose Rayleigh quotients lie below the largest
+    returned eigenvalue, or None.
+
+    If ``vals`` were the q smallest nonzero eigenvalues, every vector orthogonal to the constant and to the
+    returned eigenvectors would have a Rayleigh quotient >= the (q+1)-th eigenvalue >= max(vals). A few LOBPCG
+    iterations from seeded random vectors on that complement (Rayleigh-Ritz values are upper bounds of its
+    smallest eigenvalues) therefore certify a miss when one of them drops below max(vals) (relative margin
+    1e-6). The check can only find misses, not prove their absence.
+    """
+    s = vecs.shape[0]
+    G0 = np.random.default_rng(rng_seed + 7919).standard_normal((s, MISS_CHECK_COLUMNS))
+    cvals, cvecs, _ = _lobpcg_quiet(L, G0, precond, np.hstack([constant, vecs]), tol, MISS_CHECK_MAXITER)
+    top = float(vals[-1])
+    below = cvals < top - 1e-6 * abs(top)
+    return cvecs[:, below] if below.any() else None
+
+
+def _component_eigenpairs(S_sym, idx, q, warm, rng_seed, dense_limit, tol, maxiter, factor=None,
+                          check_missed=True):
     """The q smallest nonzero eigenpairs of the Laplacian of one connected component.
 
     ``factor``: optional ``(F, scale)`` with S = scale (F F^T - diag(F F^T)) (the co-association of the
     initial S, eq. 2); the iterative solver then multiplies through the factor (:func:`_lowrank_laplacian`).
-    Returns ``(values, vectors, solver)`` with solver None (dense ``eigh``), "lobpcg" (converged) or
-    "lobpcg-not-converged" (stopped above the tolerance; LOBPCG's warning is counted, not printed).
+    Returns ``(values, vectors, solver)`` with solver None (dense ``eigh``), "lobpcg" (converged),
+    "lobpcg-not-converged" (stopped above the tolerance; LOBPCG's warning is counted, not printed) or
+    "lobpcg-miss-dense" (the check found a miss, dense ``eigh`` answered).
+
+    LOBPCG from a warm start can converge to eigenpairs that are not the smallest: an eigenspace the start
+    has no component in stays invisible (e.g. the vectors e_p - e_q of two points with identical rows of S,
+    against a start that is equal on p and q; the preconditioner keeps that symmetry). ``check_missed``:
+    after the solve, :func:`_below_returned` looks for such eigenpairs; only when it finds one the block is
+    solved by dense ``eigh`` (blocks up to ``MISS_DENSE_LIMIT``; the same answer as for a block below
+    dense_limit) or, above that, re-solved with guard columns (the found vectors, then seeded random ones:
+    max(4, ceil(q/2)) guards; the q smallest kept), at most ``MISS_CHECK_ROUNDS`` times. LOBPCG re-solves can
+    break down on exactly invariant vectors (e_p - e_q) and leave part of a large degenerate eigenspace out,
+    hence the dense fallback. Where the check finds nothing the result is the plain solve's, bit for bit.
     """
     sub = S_sym if idx is None else S_sym[idx][:, idx]
     s = sub.shape[0]
@@ -190,11 +238,22 @@ def _component_eigenpairs(S_sym, idx, q, warm, rng_seed, dense_limit, tol, maxit
     else:
         F, scale = factor
         L = _lowrank_laplacian(F if idx is None else F[idx], deg, scale)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        vals, vecs = lobpcg(L, X0, M=precond, Y=constant, tol=tol, maxiter=maxiter, largest=False)
-    order = np.argsort(vals, kind="stable")
-    return vals[order], vecs[:, order], "lobpcg-not-converged" if caught else "lobpcg"
+    vals, vecs, warned = _lobpcg_quiet(L, X0, precond, constant, tol, maxiter)
+    if check_missed:
+        for _ in range(MISS_CHECK_ROUNDS):
+            found = _below_returned(L, constant, vals, vecs, precond, rng_seed, tol)
+            if found is None:
+                break
+            if s <= MISS_DENSE_LIMIT:  # a miss: the dense path's answer (as for blocks <= dense_limit)
+                L = _dense_laplacian(sub, deg)
+                vals, vecs = scipy.linalg.eigh(L, subset_by_index=[1, q], overwrite_a=True, check_finite=False)
+                return vals, vecs, "lobpcg-miss-dense"
+            guards = max(MISS_RESOLVE_GUARDS, (q + 1) // 2, found.shape[1])
+            extra = np.random.default_rng(rng_seed + 104729).standard_normal((s, guards - found.shape[1]))
+            X1, _ = np.linalg.qr(np.hstack([vecs, found, extra]))
+            vals, vecs, warned = _lobpcg_quiet(L, X1, precond, constant, tol, maxiter)
+            vals, vecs = vals[:q], vecs[:, :q]
+    return vals, vecs, "lobpcg-not-converged" if warned else "lobpcg"
 
 
 def indicator_spectrum(comp: np.ndarray, k: int, c: int, rank_test: str = "eigen") -> Spectrum:
