@@ -138,7 +138,12 @@ def main():
     ap.add_argument("--floor", action="store_true")
     ap.add_argument("--out", default=str(HERE / "runs.jsonl"))
     ap.add_argument("--child", nargs=4, metavar=("IMPL", "METHOD", "DATASET", "OUT"))
+    ap.add_argument("--src", action="append", default=[], metavar="IMPL=DIR",
+                    help="the folder holding an implementation's ensclust package (e.g. after=/tmp/main_src)")
     a = ap.parse_args()
+    for spec in a.src:
+        impl, path = spec.split("=", 1)
+        IMPLS[impl] = (IMPLS[impl][0], path)
     if a.child:
         child(*a.child)
         return
