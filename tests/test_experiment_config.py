@@ -126,3 +126,60 @@ def test_a_methods_code_revision_enters_only_its_own_cells_fingerprints(monkeypa
     assert saved["methods"][0]["revision"] == 2 and "revision" not in saved["methods"][1]
     reloaded = [c["fingerprint"] for c in plan_cells(ExperimentConfig.from_dict(saved))]
     assert reloaded == [c["fingerprint"] for c in plan_cells(cfg)]
+
+
+# -- extends -----------------------------------------------------------------------------------------------------
+
+def _write(folder, name, text):
+    path = folder / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_extends_takes_the_bases_keys_and_replaces_the_ones_it_sets(tmp_path):
+    _write(tmp_path, "base.yaml", "name: base\nseed: 7\ndatasets:\n  - name: iris\nmethods:\n  - name: eac-al\n"
+                                  "  - name: lwea\nensemble: {size: 5, repetitions: 2}\n")
+    child = _write(tmp_path, "child.yaml", "extends: base.yaml\nname: child\nensemble: {size: 4}\n")
+    cfg = load_config(child)
+    assert cfg.name == "child" and cfg.seed == 7
+    assert [m.label for m in cfg.methods] == ["eac-al", "lwea"]
+    # a key the child sets replaces the base's whole value (no deep merge): repetitions falls back to the default
+    assert cfg.ensemble["size"] == 4 and cfg.ensemble["repetitions"] == 10
+
+
+def test_extends_a_packaged_config_differs_from_its_base_only_in_the_keys_it_sets():
+    from ensclust.configs import packaged_config
+
+    base = load_config(packaged_config("acmk_tr31")).to_dict()
+    child = load_config(packaged_config("acmk_tr31_random_init")).to_dict()
+    changed = {key for key in base.keys() | child.keys() if base.get(key) != child.get(key)}
+    assert changed == {"name", "description", "pool", "datasets", "source"}
+    assert child["pool"]["init"] == "random" and base["pool"].get("init") != "random"
+    # the datasets differ only through the pool each one inherits
+    assert [{k: v for k, v in d.items() if k != "pool"} for d in child["datasets"]] == \
+        [{k: v for k, v in d.items() if k != "pool"} for d in base["datasets"]]
+
+
+def test_extends_errors_are_one_line_and_name_the_file(tmp_path):
+    child = _write(tmp_path, "child.yaml", "extends: acmk_tr3\nname: c\n")
+    with pytest.raises(UserError, match=r"child.yaml:1: extends: unknown config to extend 'acmk_tr3'.*did you mean"):
+        load_config(child)
+    no_name = _write(tmp_path, "noname.yaml", "extends: acmk_tr31\n")
+    with pytest.raises(UserError, match="must set its own 'name'"):
+        load_config(no_name)
+    _write(tmp_path, "a.yaml", "extends: b.yaml\nname: a\n")
+    _write(tmp_path, "b.yaml", "extends: a.yaml\nname: b\n")
+    with pytest.raises(UserError, match=r"cycle \(a -> b -> a\)"):
+        load_config(tmp_path / "a.yaml")
+    missing = _write(tmp_path, "m.yaml", "extends: nowhere/x.yaml\nname: m\n")
+    with pytest.raises(UserError, match="config to extend not found"):
+        load_config(missing)
+
+
+def test_an_error_in_an_inherited_key_names_the_base_file_and_line(tmp_path):
+    _write(tmp_path, "base.yaml", "name: base\ndatasets:\n  - name: iris\nmethods:\n  - name: eac-al\n"
+                                  "    params: {no_such: 1}\n")
+    child = _write(tmp_path, "child.yaml", "extends: base.yaml\nname: child\n")
+    with pytest.raises(UserError) as info:
+        load_config(child)
+    assert str(info.value).startswith(f"{tmp_path / 'base.yaml'}:") and "\n" not in str(info.value)

@@ -465,8 +465,69 @@ def validate_config(doc: Located) -> ExperimentConfig:
 
 
 def load_config(path) -> ExperimentConfig:
-    """Read and validate an experiment YAML file."""
-    return validate_config(load_yaml_file(path))
+    """Read and validate an experiment YAML file (following its ``extends`` chain, see :func:`load_document`)."""
+    return validate_config(load_document(path))
+
+
+def load_document(path, _chain: tuple = ()) -> Located:
+    """An experiment YAML file, merged with the config it ``extends``.
+
+    ``extends: NAME`` (a packaged config such as ``acmk_text``) or ``extends: PATH.yaml`` (relative to the
+    extending file) takes every top-level key of that config that the extending file does not set; a key the
+    file sets replaces the base's whole value (no deep merge: a ``datasets`` or ``pool`` entry is restated in
+    full, so a config reads the same however its base changes inside a key). The extending file must set its
+    own ``name`` (the results folder). Bases may extend further; a cycle is an error. Error messages name the
+    file and line where the offending value was written.
+    """
+    path = Path(path)
+    doc = load_yaml_file(path)
+    data = doc.data
+    if not isinstance(data, dict) or "extends" not in data:
+        return doc
+    where = doc.where(("extends",))
+    ref = data["extends"]
+    if not isinstance(ref, str) or not ref.strip():
+        raise UserError(f"{where}: must name a config: a packaged config's name or a YAML file relative to this one")
+    if "name" not in data:
+        raise UserError(f"{doc.where(())}: a config that extends another must set its own 'name' "
+                        "(it names the results folder)")
+    base_path = _base_config_path(ref.strip(), path.parent, where)
+    chain = _chain + (path.resolve(),)
+    if base_path.resolve() in chain:
+        names = " -> ".join(p.stem for p in chain + (base_path.resolve(),))
+        raise UserError(f"{where}: 'extends' makes a cycle ({names})")
+    base = load_document(base_path, chain)
+    if not isinstance(base.data, dict):
+        raise UserError(f"{base.file}: the config extended by {path} must be a mapping of keys")
+    merged, lines, files = {}, {(): doc.lines.get(())}, {}
+    for key, value in base.data.items():
+        if key not in data:
+            merged[key] = value
+            files[key] = base.file_of(key)
+            lines.update((p, line) for p, line in base.lines.items() if p and p[0] == key)
+    for key, value in data.items():
+        if key != "extends":
+            merged[key] = value
+            lines.update((p, line) for p, line in doc.lines.items() if p and p[0] == key)
+    return Located(data=merged, file=doc.file, lines=lines, files=files)
+
+
+def _base_config_path(ref: str, folder: Path, where: str) -> Path:
+    """The file named by an ``extends`` value: a YAML path relative to ``folder``, else a packaged config."""
+    from ensclust.configs import packaged_config, packaged_names
+
+    if ref.endswith((".yaml", ".yml")) or "/" in ref:
+        candidate = folder / ref
+        if candidate.is_file():
+            return candidate
+        raise UserError(f"{where}: config to extend not found: {candidate}")
+    candidate = folder / f"{ref}.yaml"
+    if candidate.is_file():
+        return candidate
+    found = packaged_config(ref)
+    if found is None:
+        raise unknown_name_error("config to extend", ref, packaged_names(), where)
+    return found
 
 
 def load_config_text(text: str, file: str = "<string>") -> ExperimentConfig:

@@ -19,10 +19,10 @@ from pathlib import Path
 import pandas as pd
 
 from ensclust.errors import UserError
-from ensclust.experiment.config import ExperimentConfig, validate_config
+from ensclust.experiment.config import ExperimentConfig, load_document, validate_config
 from ensclust.experiment.grid import parse_grid
 from ensclust.experiment.store import ResultStore, atomic_write_text, slug
-from ensclust.experiment.yamlio import Located, load_yaml_file
+from ensclust.experiment.yamlio import Located
 
 
 def parse_assignment(text: str, option: str) -> tuple[str, object]:
@@ -54,7 +54,7 @@ def build_sweep_config(method: str, param: str, grid, *, datasets=(), fixed=None
     if fixed:
         method_entry["params"] = dict(fixed)
     if base_config is not None:
-        doc = load_yaml_file(base_config)
+        doc = load_document(base_config)
         data = dict(doc.data) if isinstance(doc.data, dict) else {}
         for key in ("methods", "compare_to", "name", "outputs", "description", "tune_metric", "compare_param"):
             data.pop(key, None)

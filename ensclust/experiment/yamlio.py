@@ -37,6 +37,11 @@ class Located:
     data: object
     file: str
     lines: dict = field(default_factory=dict)
+    #: the file of a top-level key taken from another document (a config's ``extends`` base); others: ``file``
+    files: dict = field(default_factory=dict)
+
+    def file_of(self, key) -> str:
+        return self.files.get(key, self.file)
 
     def line(self, path: tuple) -> int | None:
         path = tuple(path)
@@ -48,7 +53,8 @@ class Located:
 
     def where(self, path: tuple) -> str:
         line = self.line(path)
-        loc = f"{self.file}:{line}" if line is not None else self.file
+        file = self.file_of(path[0]) if path else self.file
+        loc = f"{file}:{line}" if line is not None else file
         return f"{loc}: {format_path(path)}" if path else loc
 
 

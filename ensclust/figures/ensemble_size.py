@@ -23,12 +23,12 @@ import numpy as np
 import pandas as pd
 
 from ensclust.errors import UserError
-from ensclust.experiment.config import ExperimentConfig, validate_config
+from ensclust.experiment.config import ExperimentConfig, load_document, validate_config
 from ensclust.experiment.plots import save_png
 from ensclust.experiment.report import METRIC_NAMES
 from ensclust.experiment.store import ResultStore, atomic_write_text
 from ensclust.experiment.tuning import rows_frame, summarize
-from ensclust.experiment.yamlio import Located, load_yaml_file
+from ensclust.experiment.yamlio import Located
 
 CSV_COLUMNS = ["dataset", "method", "M", "metric", "mean", "std", "n", "n_failed", "policy", "params", "pseudo"]
 
@@ -54,7 +54,7 @@ def size_config(doc: Located, size: int) -> ExperimentConfig:
     data = dict(doc.data)
     data["ensemble"] = {**(data.get("ensemble") or {}), "size": int(size)}
     data["name"] = f"m{int(size)}"
-    return validate_config(Located(data=data, file=doc.file, lines=doc.lines))
+    return validate_config(Located(data=data, file=doc.file, lines=doc.lines, files=doc.files))
 
 
 def _pool_size(spec: dict, seed: int, data_dir) -> int | None:
@@ -121,7 +121,7 @@ def run(config_path, sizes, *, metrics=None, out_dir=None, results_root="results
     from ensclust.experiment.report import write_reports
     from ensclust.experiment.runner import run_experiment
 
-    doc = load_yaml_file(config_path)
+    doc = load_document(config_path)
     base = validate_config(doc)
     sizes = list(sizes)
     if not sizes:

@@ -312,7 +312,7 @@ def with_method_configs(manifest: Manifest, spec, tier: str, method: str, params
     metrics and seed, whose only row is ``method``: it runs under exactly the table's protocol."""
     import yaml
 
-    from ensclust.experiment.config import load_config_text
+    from ensclust.experiment.config import load_config_text, load_document
     from ensclust.experiment.store import slug
     from ensclust.papers.manifest import config_path
 
@@ -320,7 +320,7 @@ def with_method_configs(manifest: Manifest, spec, tier: str, method: str, params
     planned = []
     for name in dict.fromkeys(s.config for s in spec.sources if s.in_tier(tier)):
         path = config_path(name, manifest.origin)
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = dict(load_document(path).data)
         data["name"] = f"{name}{WITH_SEPARATOR}{slug(label)}"
         data["methods"] = [{"name": method, "label": label, "params": params}]
         data["description"] = f"{label} under the protocol of {name} (ensclust reproduce --with)"
