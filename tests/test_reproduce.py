@@ -407,6 +407,37 @@ def test_deviations_our_own_grid_brackets_are_put_down_to_the_setting(monkeypatc
     assert manifest.configs("full") == ["sens"] and manifest.configs("quick") == []
 
 
+def test_a_sensitivity_grid_on_another_reading_of_the_data_set_explains_nothing(monkeypatch, tmp_path):
+    """The same data set label under another preprocessing or pool (e.g. Tr11 as unit rows of counts vs log
+    tf-idf) feeds the methods other inputs: its grid must not bracket the source's cell."""
+    from ensclust.papers import assemble
+    from ensclust.papers.assemble import COLUMNS, attribute_to_setting
+    from ensclust.papers.manifest import parse_manifest
+
+    grid = pd.DataFrame({"dataset": ["A", "A"], "method": ["DREC", "DREC"], "params": ["l=1", "l=2"],
+                         "ari": [0.10, 0.30], "runs": [3, 3]})
+    monkeypatch.setattr(assemble, "_point_means", lambda root, config, cache: grid if config == "sens" else None)
+    readings = {"main": {"preprocess": "tfidf_log"}, "sens": {"preprocess": "l2"}}
+    monkeypatch.setattr(assemble, "_data_reading", lambda root, config, label, cache: readings.get(config))
+
+    def frame():
+        return pd.DataFrame([dict(dict.fromkeys(COLUMNS, ""), table="t2", metric="ARI", method="DREC", dataset="A",
+                                  ours_dataset="A", ours_label="DREC", source="main", paper_mean=0.2, ours_mean=0.6,
+                                  diff=0.4, abs_diff=0.4, tolerance=0.02, within="no", status="compared")],
+                            columns=COLUMNS)
+
+    manifest = parse_manifest({"paper": "toy", "title": "toy", "tables": [], "sensitivity": ["sens"]}, "toy.yaml")
+    other = frame()
+    attribute_to_setting(manifest, {"t2": other})
+    assert other.loc[0, "cause_kind"] == ""
+    readings["sens"] = {"preprocess": "tfidf_log"}   # the same reading: its grid brackets 0.2
+    same = frame()
+    attribute_to_setting(manifest, {"t2": same})
+    assert same.loc[0, "cause_kind"] == "setting"
+    monkeypatch.undo()
+    assert assemble._data_reading(tmp_path, "no_such_config", "A", None) is None
+
+
 def test_a_cause_can_name_the_metric_it_explains():
     # EC-CMS Table III: one metric of the table deviates (||C||_F's relative change) while the score offsets match
     manifest = parse_manifest({"paper": "toy", "title": "toy", "tables": [], "causes": [

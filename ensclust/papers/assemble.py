@@ -236,6 +236,20 @@ def _metric_key(metric) -> str:
     return METRIC_ALIASES.get(str(metric).lower(), str(metric).lower())
 
 
+def _data_reading(results_root, config: str, label: str, cache: dict | None) -> dict | None:
+    """What a config feeds its methods for the data set ``label``: file, preprocessing, parameters and pool
+    spec (None when the config has no results or no such data set). Two configs see the same inputs only when
+    these agree; the label alone does not say it (e.g. Tr11 as unit rows of counts or as log tf-idf)."""
+    loaded = load_experiment(results_root, config, cache) if config else None
+    if loaded is None:
+        return None
+    for spec in loaded[0].datasets:
+        if spec.label == label:
+            return {"name": spec.name, "preprocess": spec.preprocess, "params": spec.params, "pool": spec.pool,
+                    "n_clusters": spec.n_clusters, "x_key": spec.x_key, "y_key": spec.y_key}
+    return None
+
+
 def _point_means(results_root, config: str, cache: dict | None) -> pd.DataFrame | None:
     """Mean of every metric per (data set, row, parameter point) over the finished repetitions of a config."""
     loaded = load_experiment(results_root, config, cache)
@@ -266,7 +280,11 @@ def attribute_to_setting(manifest: Manifest, frames: dict[str, pd.DataFrame], re
         for idx in frame.index[open_cells]:
             row = frame.loc[idx]
             metric = _metric_key(row["metric"])
+            reading = _data_reading(results_root, row["source"], row["ours_dataset"], cache)
             for config in dict.fromkeys([row["source"], *manifest.sensitivity]):
+                if config != row["source"] and \
+                        _data_reading(results_root, config, row["ours_dataset"], cache) != reading:
+                    continue  # another reading of the data set (preprocessing, pool): its grid says nothing here
                 if config and config not in point_means:
                     point_means[config] = _point_means(results_root, config, cache)
                 means = point_means.get(config)
