@@ -137,12 +137,12 @@ def test_twin_groups_are_points_with_identical_rows_of_H_plus_I():
 def test_twin_groups_give_the_exact_block_inverse_and_the_reference_solution():
     """Members with many identical label rows (as in every large EC-CMS pool): the blocks are solved on the
     groups (far fewer GEMM flops), M^-1 agrees with the dense inverse, and the solve with the reference solver."""
-    members, _ = planted_ensemble(n=40, c=3, m=8, random_state=2, k_range=(3, 4))
-    members = check_members(np.repeat(members, [1, 2, 3, 4] * 10, axis=0))  # 100 points in <= 40 label rows
+    members, _ = planted_ensemble(n=60, c=3, m=8, random_state=2, k_range=(3, 4))
+    members = check_members(np.repeat(members, [6, 8, 10, 12] * 15, axis=0))  # 540 points in <= 60 label rows
     A = lwca_matrix(members)
     H = high_confidence_matrix(coassociation(members, dtype=np.float64), 0.7)
     order, blocks, single = laplacian_blocks(H, 1.0, 1.0)
-    grouped = [blk for blk in blocks if blk.group_starts is not None]
+    grouped = [blk for blk in blocks if blk.groups is not None]
     assert grouped and all(blk.n_groups < blk.stop - blk.start for blk in grouped)
     Hd = H.toarray()[np.ix_(order, order)]
     M = 2 * (np.diag(Hd.sum(1)) - Hd) + 2 * np.eye(len(order))

@@ -76,43 +76,47 @@ class InverseBlock:
     Points of the component whose rows of ``H + I`` are identical ("twins": points with identical label rows
     always are, their co-association is 1) sit next to each other, in groups. With Agg the block's n_b x k
     group indicator, ``M`` maps group-constant vectors to group-constant vectors, and every vector supported on
-    one group G with zero sum is an eigenvector of ``M`` with eigenvalue ``2 d_G + 2 + gamma1 + gamma2`` (d_G: the
-    H-degree of G's points; ``H(e_p - e_q) = -(e_p - e_q)`` for twins p, q). Hence, exactly,
+    one group G with zero sum is an eigenvector of ``M`` with eigenvalue ``l_G = 2 d_G + 2 + gamma1 + gamma2``
+    (d_G: the H-degree of G's points; ``H(e_p - e_q) = -(e_p - e_q)`` for twins p, q). Hence, exactly,
 
-        M^-1 R = Agg S^-1 Agg^T R + (R - Agg diag(1/g) Agg^T R) / (2 d_G + 2 + gamma1 + gamma2),
-        S = Agg^T M Agg  (k x k, symmetric positive definite),
+        M^-1 R = Agg S^-1 Agg^T R + (R - Agg diag(1/g) Agg^T R) / l_G,     S = Agg^T M Agg (k x k, SPD)
+               = Agg (Y - diag(1/(g l_G)) Agg^T R) + R / l_G,              Y = S^-1 Agg^T R,
 
-    which costs ``2 k^2`` flops per column instead of ``2 n_b^2`` (the large EC-CMS pools hold 15-20 % as many
-    groups as points per component: FCT 3582 points in 1587 groups, Texture 3463 in 1410). Without twins
-    (``group_starts`` None) ``inv`` is the block's plain ``M^-1``.
+    one k x k GEMM per column instead of n_b x n_b (the large EC-CMS pools hold 15-20 % as many groups as
+    points per component: FCT 3582 points in 1587 groups, Texture 3463 in 1410), plus a sparse sum, a gather
+    and one scaled add over the block. A point without twin takes ``Y``'s row as it is (its 1/l_G is set to 0).
+    Without twins (``groups`` None) ``inv`` is the block's plain ``M^-1``.
     """
 
     start: int
     stop: int
     inv: np.ndarray                          # S^-1 (k x k), or M^-1 without twins
-    group_starts: np.ndarray | None = None   # first row of every group, relative to start
-    group_sizes: np.ndarray | None = None
-    diff_scale: np.ndarray | None = None     # 1 / (2 d_G + 2 + gamma1 + gamma2) per row
+    groups: sparse.csr_matrix | None = None  # Agg^T (k x n_b, ones)
+    row_group: np.ndarray | None = None      # group of every row
+    row_scale: np.ndarray | None = None      # 1 / l_G per row (0 for points without twin)
+    group_scale: np.ndarray | None = None    # 1 / (g l_G) per group (0 for points without twin)
 
     @property
     def n_groups(self) -> int:
         return self.inv.shape[0]
 
     def astype(self, dtype) -> InverseBlock:
-        cast = None if self.diff_scale is None else self.diff_scale.astype(dtype)
-        return InverseBlock(self.start, self.stop, self.inv.astype(dtype, copy=False), self.group_starts,
-                            self.group_sizes, cast)
+        if self.groups is None:
+            return InverseBlock(self.start, self.stop, self.inv.astype(dtype, copy=False))
+        return InverseBlock(self.start, self.stop, self.inv.astype(dtype, copy=False), self.groups.astype(dtype),
+                            self.row_group, self.row_scale.astype(dtype), self.group_scale.astype(dtype))
 
     def apply(self, R: np.ndarray) -> np.ndarray:
         """``M^-1 R`` for the block's rows ``R`` (n_b x any)."""
-        if self.group_starts is None:
+        if self.groups is None:
             return self.inv @ R
-        sums = np.add.reduceat(R, self.group_starts, axis=0)          # Agg^T R
-        out = np.repeat(self.inv @ sums, self.group_sizes, axis=0)
-        sums /= self.group_sizes[:, None].astype(sums.dtype)         # group means
-        diff = R - np.repeat(sums, self.group_sizes, axis=0)          # exactly 0 on single points
-        diff *= self.diff_scale[:, None]
-        out += diff
+        sums = np.asarray(self.groups @ R)                  # Agg^T R
+        Z = self.inv @ sums
+        sums *= self.group_scale[:, None]
+        Z -= sums
+        out = Z[self.row_group]
+        R_scaled = np.multiply(R, self.row_scale[:, None])
+        out += R_scaled
         return out
 
     def dense(self) -> np.ndarray:
@@ -177,16 +181,25 @@ def laplacian_blocks(H, gamma1: float, gamma2: float):
         deg = Hb.sum(axis=1)
         M = -2.0 * Hb
         M[np.diag_indices_from(M)] += 2.0 * deg + shift
-        group_starts = np.flatnonzero(np.diff(first_p[s:e], prepend=-1))
-        if size < _PACK_BELOW or len(group_starts) == size:
+        row_group = np.cumsum(np.diff(first_p[s:e], prepend=-1) != 0) - 1
+        k = int(row_group[-1]) + 1
+        if size < _PACK_BELOW or size * size - k * k < _TWIN_MIN_SAVING * size:
             blocks.append(InverseBlock(s, e, _spd_inverse(M)))
             continue
-        S = np.add.reduceat(np.add.reduceat(M, group_starts, axis=0), group_starts, axis=1)   # Agg^T M Agg
-        blocks.append(InverseBlock(s, e, _spd_inverse(S), group_starts, np.diff(group_starts, append=size),
-                                   1.0 / (2.0 * deg + 2.0 + shift)))
+        agg_t = sparse.csr_matrix((np.ones(size), (row_group, np.arange(size))), shape=(k, size))
+        S = np.asarray(agg_t @ np.asarray(agg_t @ M).T)          # Agg^T M Agg (M symmetric)
+        g = np.bincount(row_group, minlength=k).astype(np.float64)
+        scale = np.where(g[row_group] > 1, 1.0 / (2.0 * deg + 2.0 + shift), 0.0)
+        group_scale = np.zeros(k)
+        group_scale[row_group] = scale / g[row_group]
+        blocks.append(InverseBlock(s, e, _spd_inverse(S), agg_t, row_group, scale, group_scale))
     return order, _pack_small_blocks(blocks), n_single_start
 
 
+#: a component is solved on its twin groups when that saves at least this many GEMM flops per row and column
+#: (n_b^2 - k^2 >= this x n_b): the group form's sparse sum, gather and scaled add cost about as much as ~100
+#: flops of GEMM per entry (measured break-even on Ecoli's largest block, n_b = 143 in 78 groups)
+_TWIN_MIN_SAVING = 128
 #: components smaller than this are packed together into one block-diagonal GEMM of at most _PACK_SIZE rows
 #: (and solved with their plain inverse, twins or not)
 _PACK_BELOW = 16
