@@ -164,7 +164,11 @@ def laplacian_blocks(H, gamma1: float, gamma2: float):
     comp_rank = np.empty(n_comp, dtype=np.int64)
     comp_rank[rank] = np.arange(n_comp)
     first = twin_groups(H)
-    order = np.lexsort((np.arange(n), first, comp_rank[comp]))
+    # a component takes the group form when it saves enough GEMM flops (_TWIN_MIN_SAVING); only those are
+    # reordered by twin group, the others keep the original order (and so the plain path's exact bits)
+    n_groups = np.bincount(comp[first == np.arange(n)], minlength=n_comp)
+    grouped = (sizes >= _PACK_BELOW) & (sizes * sizes - n_groups * n_groups >= _TWIN_MIN_SAVING * sizes)
+    order = np.lexsort((np.arange(n), np.where(grouped[comp], first, np.arange(n)), comp_rank[comp]))
     sorted_sizes = sizes[rank]
     starts = np.concatenate([[0], np.cumsum(sorted_sizes)])
     shift = gamma1 + gamma2
@@ -181,11 +185,11 @@ def laplacian_blocks(H, gamma1: float, gamma2: float):
         deg = Hb.sum(axis=1)
         M = -2.0 * Hb
         M[np.diag_indices_from(M)] += 2.0 * deg + shift
-        row_group = np.cumsum(np.diff(first_p[s:e], prepend=-1) != 0) - 1
-        k = int(row_group[-1]) + 1
-        if size < _PACK_BELOW or size * size - k * k < _TWIN_MIN_SAVING * size:
+        if not grouped[rank[b]]:
             blocks.append(InverseBlock(s, e, _spd_inverse(M)))
             continue
+        row_group = np.cumsum(np.diff(first_p[s:e], prepend=-1) != 0) - 1
+        k = int(row_group[-1]) + 1
         agg_t = sparse.csr_matrix((np.ones(size), (row_group, np.arange(size))), shape=(k, size))
         S = np.asarray(agg_t @ np.asarray(agg_t @ M).T)          # Agg^T M Agg (M symmetric)
         g = np.bincount(row_group, minlength=k).astype(np.float64)
