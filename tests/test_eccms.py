@@ -136,7 +136,8 @@ def test_twin_groups_are_points_with_identical_rows_of_H_plus_I():
 
 def test_twin_groups_give_the_exact_block_inverse_and_the_reference_solution():
     """Members with many identical label rows (as in every large EC-CMS pool): the blocks are solved on the
-    groups (far fewer GEMM flops), M^-1 agrees with the dense inverse, and the solve with the reference solver."""
+    groups (far fewer GEMM flops), M^-1 agrees with the dense inverse, and the ADMM run on the groups gives the
+    reference solver's C and iteration count."""
     members, _ = planted_ensemble(n=60, c=3, m=8, random_state=2, k_range=(3, 4))
     members = check_members(np.repeat(members, [6, 8, 10, 12] * 15, axis=0))  # 540 points in <= 60 label rows
     A = lwca_matrix(members)
@@ -150,7 +151,7 @@ def test_twin_groups_give_the_exact_block_inverse_and_the_reference_solution():
         sl = slice(blk.start, blk.stop)
         np.testing.assert_allclose(blk.dense() @ M[sl, sl], np.eye(blk.stop - blk.start), atol=1e-12)
     C, info = solve(A, H, 0.4)
-    assert info["gemm_cost_ratio"] < 0.5 * sum((b.stop - b.start) ** 2 for b in blocks) / len(order) ** 2
+    assert info["admm_on_groups"] and info["n_groups"] <= 60
     C_ref, t_ref = _reference_solver(A, H, 0.4)
     assert info["n_iter"] == t_ref
     np.testing.assert_allclose(C, C_ref, atol=1e-12)
@@ -429,3 +430,20 @@ def test_time_floor_counts_the_block_gemms(data_dir, tmp_path):
 
     text = floor_markdown(out)
     assert "| Ecoli | 336 | float64 |" in text and (tmp_path / "floor.md").read_text() == text
+
+
+def test_a_matrix_not_constant_on_the_twin_groups_takes_the_full_iteration():
+    """The group form needs A constant on H's twin groups (true for LWCA / CA / PTS of a complete ensemble);
+    any other A - e.g. LWCA over members with missing labels - runs the n x n iteration and matches the
+    reference solver."""
+    members, _ = planted_ensemble(n=60, c=3, m=8, random_state=4, k_range=(3, 4))
+    members = check_members(np.repeat(members, 3, axis=0))       # points 0, 1, 2 are twins
+    A = lwca_matrix(members)
+    H = high_confidence_matrix(coassociation(members, dtype=np.float64), 0.7)
+    assert solve(A, H, 0.4)[1]["admm_on_groups"]
+    A[0, 1] = A[1, 0] = A[0, 1] - 0.01
+    C, info = solve(A, H, 0.4)
+    assert not info["admm_on_groups"]
+    C_ref, t_ref = _reference_solver(A, H, 0.4)
+    assert info["n_iter"] == t_ref
+    np.testing.assert_allclose(C, C_ref, atol=1e-12)
