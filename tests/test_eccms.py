@@ -123,6 +123,40 @@ def test_blocked_solver_random_instance():
     np.testing.assert_allclose(C, C_ref, atol=1e-12)
 
 
+def test_twin_groups_are_points_with_identical_rows_of_H_plus_I():
+    from ensclust.methods._eccms_solver import twin_groups
+
+    # 0, 1, 2 twins (H = 1 between them, same other neighbours); 3 has the rows of 0 off the pair but H[0, 3] = 0.9,
+    # so it is no twin; 4, 5 twins with no other neighbour; 6 isolated
+    H = np.zeros((7, 7))
+    for p, q, h in [(0, 1, 1), (0, 2, 1), (1, 2, 1), (0, 3, 0.9), (1, 3, 0.9), (2, 3, 0.9), (4, 5, 1)]:
+        H[p, q] = H[q, p] = h
+    assert twin_groups(sparse.csr_matrix(H)).tolist() == [0, 0, 0, 3, 4, 4, 6]
+
+
+def test_twin_groups_give_the_exact_block_inverse_and_the_reference_solution():
+    """Members with many identical label rows (as in every large EC-CMS pool): the blocks are solved on the
+    groups (far fewer GEMM flops), M^-1 agrees with the dense inverse, and the ADMM run on the groups gives the
+    reference solver's C and iteration count."""
+    members, _ = planted_ensemble(n=60, c=3, m=8, random_state=2, k_range=(3, 4))
+    members = check_members(np.repeat(members, [6, 8, 10, 12] * 15, axis=0))  # 540 points in <= 60 label rows
+    A = lwca_matrix(members)
+    H = high_confidence_matrix(coassociation(members, dtype=np.float64), 0.7)
+    order, blocks, single = laplacian_blocks(H, 1.0, 1.0)
+    grouped = [blk for blk in blocks if blk.groups is not None]
+    assert grouped and all(blk.n_groups < blk.stop - blk.start for blk in grouped)
+    Hd = H.toarray()[np.ix_(order, order)]
+    M = 2 * (np.diag(Hd.sum(1)) - Hd) + 2 * np.eye(len(order))
+    for blk in blocks:
+        sl = slice(blk.start, blk.stop)
+        np.testing.assert_allclose(blk.dense() @ M[sl, sl], np.eye(blk.stop - blk.start), atol=1e-12)
+    C, info = solve(A, H, 0.4)
+    assert info["admm_on_groups"] and info["n_groups"] <= 60
+    C_ref, t_ref = _reference_solver(A, H, 0.4)
+    assert info["n_iter"] == t_ref
+    np.testing.assert_allclose(C, C_ref, atol=1e-12)
+
+
 # ---------------------------------------------------------------------------------------------- spec 8.4
 def test_hc_matrix_and_laplacian_properties(f30):
     members, _ = f30
@@ -139,8 +173,8 @@ def test_hc_matrix_and_laplacian_properties(f30):
     M = (2 * phi + 2 * np.eye(30))[np.ix_(order, order)]
     assert np.all(np.linalg.eigvalsh(M) >= 2 - 1e-12)
     Minv = np.zeros_like(M)
-    for s, e, inv in blocks:
-        Minv[s:e, s:e] = inv
+    for blk in blocks:
+        Minv[blk.start:blk.stop, blk.start:blk.stop] = blk.dense()
     Minv[single:, single:] = np.eye(30 - single) / 2
     np.testing.assert_allclose(Minv @ M, np.eye(30), atol=1e-12)
     # the off-diagonal blocks of M really are zero (components)
@@ -396,3 +430,20 @@ def test_time_floor_counts_the_block_gemms(data_dir, tmp_path):
 
     text = floor_markdown(out)
     assert "| Ecoli | 336 | float64 |" in text and (tmp_path / "floor.md").read_text() == text
+
+
+def test_a_matrix_not_constant_on_the_twin_groups_takes_the_full_iteration():
+    """The group form needs A constant on H's twin groups (true for LWCA / CA / PTS of a complete ensemble);
+    any other A - e.g. LWCA over members with missing labels - runs the n x n iteration and matches the
+    reference solver."""
+    members, _ = planted_ensemble(n=60, c=3, m=8, random_state=4, k_range=(3, 4))
+    members = check_members(np.repeat(members, 3, axis=0))       # points 0, 1, 2 are twins
+    A = lwca_matrix(members)
+    H = high_confidence_matrix(coassociation(members, dtype=np.float64), 0.7)
+    assert solve(A, H, 0.4)[1]["admm_on_groups"]
+    A[0, 1] = A[1, 0] = A[0, 1] - 0.01
+    C, info = solve(A, H, 0.4)
+    assert not info["admm_on_groups"]
+    C_ref, t_ref = _reference_solver(A, H, 0.4)
+    assert info["n_iter"] == t_ref
+    np.testing.assert_allclose(C, C_ref, atol=1e-12)

@@ -122,13 +122,13 @@ def measure_floor(datasets, data_dir, out_csv, paper_csv, *, alpha=0.8, lam=0.4,
         H = high_confidence_matrix(coassociation(members, dtype=np.float64, dense=False), alpha)
         A = lwca_matrix(members, 0.4, dtype=dtype)
         _, blocks, _ = laplacian_blocks(H, 1.0, 1.0)
-        blocks = [(s, e, Minv.astype(dtype)) for s, e, Minv in blocks]
+        blocks = [blk.astype(dtype) for blk in blocks]
         rhs = np.random.default_rng(0).random((n, n)).astype(dtype)
         gemm = []
         for _ in range(repeats + 1):           # the first call warms up BLAS and is not counted
             start = time.process_time()
-            for s, e, Minv in blocks:
-                _ = Minv @ rhs[s:e]
+            for blk in blocks:
+                _ = blk.apply(rhs[blk.start:blk.stop])
             gemm.append(time.process_time() - start)
         gemm = gemm[1:]
         iters = {1: [], 4: []}
@@ -142,7 +142,7 @@ def measure_floor(datasets, data_dir, out_csv, paper_csv, *, alpha=0.8, lam=0.4,
         n_iter = (known_iter or {}).get(label)
         if n_iter is None or not np.isfinite(n_iter):
             n_iter = solve(A, H, lam, dtype=dtype)[1]["n_iter"]
-        ratio = sum((e - s) ** 2 for s, e, _ in blocks) / n ** 2
+        ratio = sum(blk.n_groups ** 2 for blk in blocks) / n ** 2
         row = {"dataset": label, "n": n, "dtype": str(dtype), "gemm_cost_ratio": ratio,
                "gemm_s": min(gemm), "iteration_s": (iters[4] - iters[1]) / 3, "n_iter": float(n_iter)}
         row["floor_s"] = row["n_iter"] * row["gemm_s"]
