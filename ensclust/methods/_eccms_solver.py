@@ -267,6 +267,21 @@ def _ratio(num2: float, den2: float, squared: bool) -> float:
     return r if squared else math.sqrt(r)
 
 
+def _worst_ratio(changes: list[tuple[float, float]], squared: bool) -> float:
+    """The stopping quantity: the largest relative change ``||new - old|| / ||old||`` (C, E, F) and residual
+    ratio ``||r|| / ||Y_old||`` (multipliers), from squared norms; NaN ratios are ignored as MATLAB's max does."""
+    finite = [r for r in (_ratio(num, den, squared) for num, den in changes) if not math.isnan(r)]
+    return max(finite) if finite else math.nan
+
+
+def _solve_info(n_iter: int, converged: bool, history: list[dict], **extra) -> dict:
+    """The ``info`` dict of :func:`solve` (both iterations)."""
+    return {"n_iter": n_iter, "converged": converged,
+            "stop_ratio": [h["ratio"] for h in history],
+            "primal_residual1": [h["primal_residual1"] for h in history],
+            "primal_residual2": [h["primal_residual2"] for h in history], **extra}
+
+
 def _sq(x: np.ndarray) -> float:
     """Squared Frobenius norm accumulated in float64.
 
@@ -438,10 +453,7 @@ def solve(A, H, lam: float, *, gamma1: float = 1.0, gamma2: float = 1.0, tol: fl
                 D *= tg2
             y2 += D
 
-        ratios = [_ratio(dC2, Cold2, squared), _ratio(dE2, Eold2, squared), _ratio(dF2, Fold2, squared),
-                  _ratio(r1_2, Y1old2, squared), _ratio(r2_2, Y2old2, squared)]
-        finite = [r for r in ratios if not math.isnan(r)]
-        worst = max(finite) if finite else math.nan       # MATLAB max ignores NaN
+        worst = _worst_ratio([(dC2, Cold2), (dE2, Eold2), (dF2, Fold2), (r1_2, Y1old2), (r2_2, Y2old2)], squared)
         history.append({"ratio": worst, "primal_residual1": math.sqrt(r1_2), "primal_residual2": math.sqrt(r2_2)})
         if callback is not None:
             inv = pos
@@ -454,20 +466,10 @@ def solve(A, H, lam: float, *, gamma1: float = 1.0, gamma2: float = 1.0, tol: fl
     del E, F, Y1, Y2, Ap, P, R_buf, T_buf, row_buf
     C = np.take(C, pos, axis=0)
     C = np.take(C, pos, axis=1)
-    info = {
-        "n_iter": k,
-        "converged": converged,
-        "stop_ratio": [h["ratio"] for h in history],
-        "primal_residual1": [h["primal_residual1"] for h in history],
-        "primal_residual2": [h["primal_residual2"] for h in history],
-        "n_blocks": len(sizes),
-        "largest_component": int(max(sizes)) if sizes else 1,
-        "n_isolated": int(n - single_start),
-        "n_groups": int(sum(groups)),
-        "admm_on_groups": False,
-        "gemm_cost_ratio": float(sum(k * k for k in groups) / n / n) if n else 0.0,
-    }
-    return C, info
+    return C, _solve_info(k, converged, history, n_blocks=len(sizes),
+                          largest_component=int(max(sizes)) if sizes else 1, n_isolated=int(n - single_start),
+                          n_groups=int(sum(groups)), admm_on_groups=False,
+                          gemm_cost_ratio=float(sum(k * k for k in groups) / n / n) if n else 0.0)
 
 
 def _rhs_into(R, T, A, E, Y1, F, Y2, rows, cols, g1, g2, unit_g1, unit_g2):
@@ -660,10 +662,7 @@ def _solve_grouped(A, H, lam: float, *, gamma1, gamma2, tol, max_iter, stopping,
         r2_2, Y2old2 = sq(res2), sq(Y2)
         Y2 = _Grouped(Y2.off + res2.off * tg2, Y2.diag + res2.diag * tg2)
 
-        ratios = [_ratio(dC2, Cold2, squared), _ratio(dE2, Eold2, squared), _ratio(dF2, Fold2, squared),
-                  _ratio(r1_2, Y1old2, squared), _ratio(r2_2, Y2old2, squared)]
-        finite = [r for r in ratios if not math.isnan(r)]
-        worst = max(finite) if finite else math.nan
+        worst = _worst_ratio([(dC2, Cold2), (dE2, Eold2), (dF2, Fold2), (r1_2, Y1old2), (r2_2, Y2old2)], squared)
         history.append({"ratio": worst, "primal_residual1": math.sqrt(r1_2), "primal_residual2": math.sqrt(r2_2)})
         if callback is not None:
             callback(kk, *(_expand(X, group) for X in (C, E, F, Y1, Y2)))
@@ -672,19 +671,11 @@ def _solve_grouped(A, H, lam: float, *, gamma1, gamma2, tol, max_iter, stopping,
             break
 
     sizes = [int(g[s:e].sum()) for s, e, _ in blocks if e - s > 1 or g[s] > 1]
-    info = {
-        "n_iter": kk,
-        "converged": converged,
-        "stop_ratio": [h["ratio"] for h in history],
-        "primal_residual1": [h["primal_residual1"] for h in history],
-        "primal_residual2": [h["primal_residual2"] for h in history],
-        "n_blocks": len(sizes),
-        "largest_component": max(sizes) if sizes else 1,
-        "n_groups": k,
-        "admm_on_groups": True,
-        "gemm_cost_ratio": float(sum((e - s) ** 2 for s, e, _ in blocks) / n / n) if n else 0.0,
-    }
-    return _expand(C, group), info
+    return _expand(C, group), _solve_info(kk, converged, history, n_blocks=len(sizes),
+                                          largest_component=max(sizes) if sizes else 1, n_groups=k,
+                                          admm_on_groups=True,
+                                          gemm_cost_ratio=float(sum((e - s) ** 2 for s, e, _ in blocks) / n / n)
+                                          if n else 0.0)
 
 
 def _expand(X: _Grouped, group: np.ndarray) -> np.ndarray:
