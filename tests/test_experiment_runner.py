@@ -427,3 +427,50 @@ def test_cells_run_repetition_by_repetition_within_a_data_set(tmp_path, cache):
     # each a/b pair saw the same ensemble (the same repetition), consecutive pairs different ones
     assert all(_FIT_ORDER[i][1] == _FIT_ORDER[i + 1][1] for i in range(0, 12, 2))
     assert _FIT_ORDER[0][1] != _FIT_ORDER[2][1]
+
+
+def test_changed_inputs_recompute_the_stored_cells(tmp_path, monkeypatch):
+    # A cell's fingerprint holds the pool spec, not the members: a generator (or data file, or draw) that now
+    # gives other inputs is caught by the inputs digest the folder records per data set.
+    import ensclust.pools as pools
+
+    cfg = make_config("i", "test-interrupt")
+    root = run(cfg, tmp_path, str(tmp_path / "cache1"))
+    recorded = json.loads((root / "inputs.json").read_text())
+    assert sorted(recorded) == ["Blobs", "Iris"]
+    generate = pools.generate_members
+
+    def reversed_members(*args, **kwargs):  # same spec and seed, other members: a changed generator
+        members, ks, seeds = generate(*args, **kwargs)
+        return members[:, ::-1].copy(), ks[::-1].copy(), seeds[::-1].copy()
+
+    monkeypatch.setattr(pools, "generate_members", reversed_members)
+    grown = load_config_text(CONFIG.format(name="i", method="test-interrupt")
+                             + "  # one new method: the data sets are prepared again\n", "i.yaml")
+    grown.methods.append(make_config("i", "eac-sl").methods[2])
+    grown.methods[-1].label = "EAC-SL"
+    # interrupted while recomputing: the old digests stay, so the next run checks again
+    _INTERRUPT.update(count=0, after=2)
+    with pytest.raises(KeyboardInterrupt):
+        run(grown, tmp_path, str(tmp_path / "cache2"))
+    assert json.loads((root / "inputs.json").read_text()) == recorded
+    _INTERRUPT.update(count=0, after=None)
+    run(grown, tmp_path, str(tmp_path / "cache2"))
+    assert _INTERRUPT["count"] == 6  # every stored EAC cell of both data sets computed again
+    now = json.loads((root / "inputs.json").read_text())
+    assert sorted(now) == ["Blobs", "Iris"] and all(now[k] != recorded[k] for k in now)
+    _INTERRUPT.update(count=0)
+    run(grown, tmp_path, str(tmp_path / "cache2"), force=False)
+    assert _INTERRUPT["count"] == 0
+
+
+def test_corrupt_inputs_record_is_one_line_user_error(tmp_path, cache):
+    from ensclust.errors import UserError
+
+    root = run(make_config("k"), tmp_path, cache)
+    (root / "inputs.json").write_text("{not json")
+    cfg = make_config("k")
+    cfg.metrics = ["ari"]
+    with pytest.raises(UserError, match="corrupt or truncated inputs.json") as info:
+        run(cfg, tmp_path, cache)
+    assert "\n" not in str(info.value)

@@ -46,6 +46,7 @@ DATASET_KEYS = ("name", "label", "preprocess", "params", "pool", "n_clusters", "
                 "paper_param")
 # Pool keys are those the pool generators understand (one list, owned by ensclust.pools.generate).
 from ensclust.pools.generate import SPEC_KEYS as _POOL_SPEC_KEYS  # noqa: E402
+from ensclust.pools.generate import generator_revision  # noqa: E402
 
 POOL_KEYS = tuple(sorted(_POOL_SPEC_KEYS))
 ENSEMBLE_KEYS = ("mode", "size", "repetitions", "seed")
@@ -67,6 +68,9 @@ class DatasetSpec:
     y_key: str | None = None
     paper_dataset: str | None = None
     paper_param: str | None = None
+    # the pool generator's code revision (ensclust.pools.generate.GENERATOR_REVISIONS), part of the cell
+    # fingerprint; saved with the config so that committed cells keep the fingerprints they were computed under
+    pool_revision: int = 0
 
 
 @dataclass
@@ -112,9 +116,13 @@ class ExperimentConfig:
 
     def to_dict(self) -> dict:
         out = asdict(self)
+        # revision 0 is implied: older experiment.json files have no such keys
         for method in out["methods"]:
-            if not method["revision"]:  # revision 0 is implied: older experiment.json files have no such key
+            if not method["revision"]:
                 del method["revision"]
+        for dataset in out["datasets"]:
+            if not dataset["pool_revision"]:
+                del dataset["pool_revision"]
         return out
 
     @classmethod
@@ -267,7 +275,8 @@ def _validate_dataset(v: _Validator, entry, i: int, default_pool: dict, known: l
     return DatasetSpec(label=label, name=name, preprocess=preprocess, params=dict(params), pool=pool,
                        n_clusters=n_clusters, x_key=entry.get("x_key"), y_key=entry.get("y_key"),
                        paper_dataset=v.string(entry.get("paper_dataset"), path + ("paper_dataset",), allow_none=True),
-                       paper_param=v.string(entry.get("paper_param"), path + ("paper_param",), allow_none=True))
+                       paper_param=v.string(entry.get("paper_param"), path + ("paper_param",), allow_none=True),
+                       pool_revision=generator_revision(pool))
 
 
 def _validate_method(v: _Validator, entry, i: int) -> MethodSpec:

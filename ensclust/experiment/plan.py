@@ -3,7 +3,7 @@
 A cell is a dict with ``dataset``, ``method`` (row label), ``method_name`` (registry name), ``scope``
 (pseudo-methods only), ``point`` (index in the method's grid), ``params`` (canonical JSON), ``rep`` (-1 for
 a pool-level statistic), ``seed`` and ``fingerprint``. The fingerprint hashes everything that determines the
-cell's result (the dataset's data, preprocessing and pool, the ensemble draws, the seed, the metrics, the
+cell's result (the dataset's data, preprocessing and pool spec with its generator's code revision, the ensemble draws, the seed, the metrics, the
 method, its code revision and its parameters, the repetition), so a stored result is reused only while all of
 these are unchanged.
 The store and the runner both plan through this module (neither imports the other for it).
@@ -26,6 +26,8 @@ def plan_cells(config: ExperimentConfig) -> list[dict]:
                                 "n_clusters": ds.n_clusters, "x_key": ds.x_key, "y_key": ds.y_key,
                                 "ensemble": config.ensemble, "seed": config.seed, "metrics": config.metrics,
                                 "nmi_average": config.nmi_average, "std_ddof": config.std_ddof})
+        if ds.pool_revision:  # like a method's revision: counts from 1 on, so older cells keep their fingerprints
+            ds_fp += f"\x1fpoolrev{ds.pool_revision}"
         for method in config.methods:
             rep_list = ([-1] if (method.is_pseudo and method.scope == "pool")
                         else list(range(min(reps, method.repetitions or reps))))

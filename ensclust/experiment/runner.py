@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from scipy import sparse
 
 from ensclust.core.cache import SolveCache
 from ensclust.core.labels import MISSING_LABEL
@@ -64,6 +65,7 @@ class DatasetContext:
     std_ddof: int
     memory: str = "rss"
     blas_threads: int = 1
+    inputs_sha256: str = ""  # inputs_digest of the arrays above
     #: result cache handed to the methods that take ``memory=`` (e.g. AWEC-H and AWEC-S share one solve per
     #: ensemble and parameter point); owned by this context, so it lives while the data set's cells run. A
     #: worker process receives the context without it and starts an empty one.
@@ -115,9 +117,35 @@ def prepare_dataset(config: ExperimentConfig, ds_label: str, data_dir=None, cach
     draws = draw_ensembles(members.shape[1], mode=ens["mode"], size=ens["size"], repetitions=ens["repetitions"],
                            seed=ens["seed"])
     X = dataset.X if dataset is not None else None
+    draws = [np.asarray(d) for d in draws]
     return DatasetContext(label=ds_label, X=X, y=y, n_clusters=int(n_clusters), members=members,
-                          draws=[np.asarray(d) for d in draws], metrics=list(config.metrics),
-                          nmi_average=config.nmi_average, std_ddof=config.std_ddof)
+                          draws=draws, metrics=list(config.metrics),
+                          nmi_average=config.nmi_average, std_ddof=config.std_ddof,
+                          inputs_sha256=inputs_digest(X, y, members, draws, int(n_clusters)))
+
+
+def inputs_digest(X, y, members, draws, n_clusters: int) -> str:
+    """sha256 of everything a data set's cells are computed from: features, truth, pool members, draws, c.
+
+    A cell's fingerprint holds the config (the pool *spec*, the data set's name), not these arrays; the digest
+    is what notices that a data file, a preprocessing step, a pool generator or the draws now give other
+    inputs, so that the cells stored from the old ones are recomputed (``inputs.json``, :func:`run_experiment`).
+    """
+    h = hashlib.sha256(f"c={n_clusters}".encode())
+    parts = [("X", X), ("y", y), ("members", members)] + [(f"draw{i}", d) for i, d in enumerate(draws)]
+    for name, arr in parts:
+        if arr is None:
+            continue
+        if sparse.issparse(arr):
+            arr = arr.tocsr()
+            pieces = [arr.data, arr.indices, arr.indptr]
+        else:
+            pieces = [np.asarray(arr)]
+        for piece in pieces:
+            piece = np.ascontiguousarray(piece)
+            h.update(f"{name}:{piece.dtype.str}:{piece.shape}".encode())
+            h.update(piece.tobytes())
+    return h.hexdigest()
 
 
 # -- one cell (runs in a worker) --------------------------------------------------------------------------
@@ -341,9 +369,31 @@ def run_experiment(config: ExperimentConfig, *, results_root="results", jobs: in
     # still holds the plan that gives them their fingerprints, then record the new config.
     store.persist_committed()
     store.save_config(config)
+    recorded_inputs = store.read_inputs()
 
     contexts: dict[str, DatasetContext] = {}
     failed_datasets: dict[str, str] = {}
+    # Inputs check: a data set's stored cells are valid only for the inputs they were computed on. When a
+    # data set is prepared (it has cells to compute) and its inputs digest differs from the recorded one, its
+    # stored cells are computed again; the new digest is recorded once none of them is left (an interrupted
+    # run leaves the old digest, so the next run checks again). Data sets with nothing to compute are not
+    # prepared and not checked; a folder without inputs.json takes the digest of its first preparation.
+    prepared_inputs: dict[str, str] = {}
+    stale_left: dict[str, set] = {}
+
+    def stale_cells(label: str, digest: str) -> list[int]:
+        if recorded_inputs.get(label, digest) == digest:
+            return []
+        stale = [i for i, cell in enumerate(planned) if cell["dataset"] == label and i in done]
+        for i in stale:
+            del done[i]
+        stale_left[label] = set(stale)
+        if stale:
+            bar.total += len(stale)
+            bar.refresh()
+            tqdm.write(f"ensclust: warning: dataset '{label}': its inputs (data, pool or draws) differ from those "
+                       f"its {len(stale)} stored cells were computed on; computing them again", file=sys.stderr)
+        return stale
 
     def tasks():
         for i, cell in pending:
@@ -353,10 +403,10 @@ def run_experiment(config: ExperimentConfig, *, results_root="results", jobs: in
             if label not in contexts:
                 contexts.clear()  # keep one dataset in memory at a time
                 try:
-                    contexts[label] = prepare_dataset(config, label, data_dir=data_dir, cache_dir=cache_dir,
-                                                      progress=not quiet)
-                    contexts[label].memory = memory
-                    contexts[label].blas_threads = blas_threads
+                    ctx = contexts[label] = prepare_dataset(config, label, data_dir=data_dir, cache_dir=cache_dir,
+                                                            progress=not quiet)
+                    ctx.memory = memory
+                    ctx.blas_threads = blas_threads
                 except UserError as exc:
                     # missing data etc.: skip this dataset (nothing stored, so a later rerun computes it)
                     failed_datasets[label] = str(exc)
@@ -365,6 +415,9 @@ def run_experiment(config: ExperimentConfig, *, results_root="results", jobs: in
                     tqdm.write(f"ensclust: warning: dataset '{label}' skipped ({skipped} cells): {exc}",
                                file=sys.stderr)
                     continue
+                prepared_inputs[label] = ctx.inputs_sha256
+                for j in stale_cells(label, ctx.inputs_sha256):
+                    yield j, ctx, planned[j]
             yield i, contexts[label], cell
 
     bar = tqdm(total=len(pending), disable=quiet or not pending, desc=config.name, unit="cell", leave=True)
@@ -374,6 +427,7 @@ def run_experiment(config: ExperimentConfig, *, results_root="results", jobs: in
         nonlocal n_failed
         store.write_cell(record)
         done[i] = record
+        stale_left.get(record["dataset"], set()).discard(i)
         if record["status"] != "ok":
             n_failed += 1
         rep = "pool" if record["rep"] < 0 else f"r{record['rep']}"
@@ -388,6 +442,10 @@ def run_experiment(config: ExperimentConfig, *, results_root="results", jobs: in
                     finish(i, record)
     finally:
         bar.close()
+        inputs = {**recorded_inputs, **{label: digest for label, digest in prepared_inputs.items()
+                                        if not stale_left.get(label)}}
+        if inputs != recorded_inputs:
+            store.write_inputs(inputs)
         # Cells this run did not compute may have been finished meanwhile by another run of the same
         # experiment (e.g. one per method in two shells): read them back so cells.csv never drops them.
         records = store.read_planned(planned, known=done)

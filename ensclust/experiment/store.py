@@ -3,6 +3,9 @@
 Layout::
 
     experiment.json   the validated config (what the tables are rebuilt from)
+    inputs.json       per data set, a digest of the inputs its cells were computed on (features, truth,
+                      pool members, ensemble draws); a run that finds other inputs recomputes that data
+                      set's stored cells
     cells/*.json      one record per finished cell, written atomically (temp file + os.replace); gitignored
     cells.csv         all finished cells of the current plan, one row per cell (per-repetition metrics);
                       deterministic: same config + seed -> byte-identical file (no timings in it);
@@ -174,6 +177,30 @@ class ResultStore:
 
     def write_cell(self, record: dict) -> None:
         atomic_write_text(self.cell_path(record), json.dumps(record, sort_keys=True, default=str) + "\n")
+
+    # -- the inputs the stored cells were computed on ---------------------------------------------------
+    def read_inputs(self) -> dict[str, str]:
+        """``inputs.json``: data set label -> digest of the inputs its stored cells were computed on (see
+        :func:`ensclust.experiment.runner.inputs_digest`); empty when the folder has none yet."""
+        path = self.root / "inputs.json"
+        try:
+            text = path.read_bytes()
+        except FileNotFoundError:
+            return {}
+        except OSError as exc:
+            raise UserError(f"{path}: cannot read inputs.json ({_reason(exc)})") from None
+        try:
+            inputs = json.loads(text)
+            if not isinstance(inputs, dict) or not all(isinstance(v, str) for v in inputs.values()):
+                raise ValueError("not a mapping of data set labels to digests")
+        except ValueError as exc:
+            detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise UserError(f"{path}: corrupt or truncated inputs.json ({detail}); delete it (the next run records "
+                            "the inputs again) or rerun the experiment with --force") from None
+        return inputs
+
+    def write_inputs(self, inputs: dict[str, str]) -> None:
+        atomic_write_text(self.root / "inputs.json", json.dumps(dict(sorted(inputs.items())), indent=2) + "\n")
 
     # -- committed results (a clone has cells.csv but no cells/) ----------------------------------------
     def committed_records(self) -> dict[str, dict]:

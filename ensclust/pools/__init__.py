@@ -19,7 +19,14 @@ import numpy as np
 from ensclust.errors import UserError
 from ensclust.pools.cache import PoolCacheWarning, cache_path, pool_key, read_cached, write_cached
 from ensclust.pools.draws import DRAW_MODES, draw_ensembles, required_pool_size
-from ensclust.pools.generate import GENERATORS, generate_members, normalize_spec, resolve_k_range
+from ensclust.pools.generate import (
+    GENERATOR_REVISIONS,
+    GENERATORS,
+    generate_members,
+    generator_revision,
+    normalize_spec,
+    resolve_k_range,
+)
 from ensclust.pools.importer import import_pool
 from ensclust.pools.pool import Pool, members_checksum
 
@@ -35,6 +42,8 @@ __all__ = [
     "pool_identity",
     "DRAW_MODES",
     "GENERATORS",
+    "GENERATOR_REVISIONS",
+    "generator_revision",
     "PoolCacheWarning",
 ]
 
@@ -44,7 +53,7 @@ DEFAULT_CACHE_DIR = "results/cache/pools"
 def pool_identity(dataset, spec: dict, seed: int) -> dict:
     """Everything that determines a generated pool (hashed into the cache key)."""
     spec = {k: v for k, v in normalize_spec(spec).items() if k != "first"}
-    return {
+    identity = {
         "dataset": {
             "name": dataset.name,
             "sha256": dataset.meta.get("sha256"),
@@ -57,6 +66,10 @@ def pool_identity(dataset, spec: dict, seed: int) -> dict:
         "generator": spec,
         "seed": int(seed),
     }
+    revision = generator_revision(spec)
+    if revision:  # from 1 on only: revision 0 keeps the cache keys pools had before revisions existed
+        identity["generator_revision"] = revision
+    return identity
 
 
 def _resolve_pool_file(file, data_dir) -> Path:

@@ -54,6 +54,13 @@ from ensclust.pools.pool import relabel_columns
 from ensclust.rng import derive_seed
 
 GENERATORS = ("kmeans", "spectral")
+# The code revision of each generator, like a method's ``revision``: bump it whenever a change of the
+# generator's code (or of a library it calls) changes the members it returns for the same spec and seed.
+# From 1 on it enters the pool cache key and every cell fingerprint (a cell's stored result is reused only
+# while its pool is the one it was computed on); 0 leaves the keys they had before revisions existed.
+# tests/test_pool_generator_revision.py pins each generator's members on fixed inputs and fails, naming this
+# table, when they change.
+GENERATOR_REVISIONS = {"kmeans": 0, "spectral": 0}
 KMEANS_METRICS = ("euclidean", "cosine")
 SPCE_SIGMAS = (0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 50.0, 100.0)
 DEFAULT_K_MAX = 50
@@ -64,6 +71,14 @@ SPEC_KEYS = {
     "kmeans_metric", "min_df",
     "sigmas", "file", "members_key", "y_key", "layout", "first", "missing",
 }
+
+
+def generator_revision(spec: dict | None) -> int:
+    """The code revision of the generator that builds a ``pool:`` spec (0 for imported pools)."""
+    spec = spec or {}
+    if spec.get("source", "file" if spec.get("file") else "generate") != "generate":
+        return 0
+    return GENERATOR_REVISIONS.get(spec.get("generator", "kmeans"), 0)
 
 
 def normalize_spec(spec: dict | None) -> dict:
