@@ -151,14 +151,15 @@ def twin_groups(H) -> np.ndarray:
     return first
 
 
-def laplacian_blocks(H, gamma1: float, gamma2: float):
+def laplacian_blocks(H, gamma1: float, gamma2: float, first=None):
     """Permutation grouping H's connected components and the inverse of every block of ``2 Phi + g I``.
 
     Returns ``(order, blocks, n_single_start)``: ``order`` lists the original point indices in the permuted
     order (non-trivial components first, largest first; isolated points last; inside a component by the
     first index of each point's twin group, then by index - without twins the original order), ``blocks`` is
     a list of :class:`InverseBlock` (float64) in permuted coordinates, and isolated points occupy
-    ``[n_single_start, n)`` with ``Minv = 1/(gamma1 + gamma2)``.
+    ``[n_single_start, n)`` with ``Minv = 1/(gamma1 + gamma2)``. ``first``: H's :func:`twin_groups`, when
+    already known.
     """
     n = H.shape[0]
     n_comp, comp = connected_components(H, directed=False)
@@ -167,7 +168,7 @@ def laplacian_blocks(H, gamma1: float, gamma2: float):
     rank = np.lexsort((np.arange(n_comp), -sizes, sizes == 1))
     comp_rank = np.empty(n_comp, dtype=np.int64)
     comp_rank[rank] = np.arange(n_comp)
-    first = twin_groups(H)
+    first = twin_groups(H) if first is None else first
     # a component takes the group form when it saves enough GEMM flops (_TWIN_MIN_SAVING); only those are
     # reordered by twin group, the others keep the original order (and so the plain path's exact bits)
     n_groups = np.bincount(comp[first == np.arange(n)], minlength=n_comp)
@@ -325,12 +326,15 @@ def solve(A, H, lam: float, *, gamma1: float = 1.0, gamma2: float = 1.0, tol: fl
     H = sparse.csr_matrix(H)
     options = dict(gamma1=g1, gamma2=g2, tol=tol, max_iter=max_iter, stopping=stopping, lock_diagonal=lock_diagonal,
                    laplacian=laplacian, completion=completion, dtype=dtype, callback=callback)
-    grouped = _solve_grouped(A, H, lam, **options)
+    grouping = twin_grouping(H)
+    grouped = _solve_grouped(A, grouping, lam, **options)
     if grouped is not None:
         return grouped
     # A is not constant on H's twin groups (an ensemble with missing labels): the n x n iteration below
-    Hphi = H if laplacian else sparse.csr_matrix((n, n))
-    order, blocks, single_start = laplacian_blocks(Hphi, g1, g2)
+    if laplacian:
+        order, blocks, single_start = laplacian_blocks(H, g1, g2, first=grouping.first)
+    else:
+        order, blocks, single_start = laplacian_blocks(sparse.csr_matrix((n, n)), g1, g2)
     pos = np.empty(n, dtype=np.int64)
     pos[order] = np.arange(n)
 
@@ -522,17 +526,26 @@ def _structure(X: np.ndarray, group: np.ndarray, rep: np.ndarray, second: np.nda
     return (off, diag) if np.array_equal(expanded, X) else None
 
 
-def group_system(H, gamma1: float, gamma2: float, laplacian: bool = True):
-    """Twin groups of H in component order and the inverse of ``S = Agg^T M Agg`` per component.
+class _TwinGrouping:
+    """The twin groups of H in component order (:func:`twin_grouping`), shared by both ADMM paths."""
 
-    Returns ``(group, g, blocks, lam)``: ``group[p]`` the group of point p (groups numbered component by
-    component: non-trivial components first, largest first, isolated points last; inside a component by the
-    first point of each group), ``g`` the group sizes, ``blocks`` a list of ``(start, stop, S_inv)`` over the
-    group numbers (float64), and ``lam[a] = 2 d_a + 2 + gamma1 + gamma2`` (``gamma1 + gamma2`` without the
-    Laplacian), the eigenvalue of M on the zero-sum vectors of group a.
+    __slots__ = ("first", "group", "g", "reps", "bounds", "deg", "between")
+
+    def __init__(self, first, group, g, reps, bounds, deg, between):
+        self.first, self.group, self.g, self.reps = first, group, g, reps
+        self.bounds, self.deg, self.between = bounds, deg, between
+
+
+def twin_grouping(H) -> _TwinGrouping:
+    """Twin groups of H numbered component by component.
+
+    ``group[p]`` is the group of point p (non-trivial components first, largest first, isolated points last;
+    inside a component by the first point of each group), ``g`` the group sizes, ``reps`` the first point of
+    every group, ``bounds`` the group numbers where each component starts (and k at the end), ``deg`` every
+    group's degree in H, ``between = Agg^T H Agg`` (k x k sparse: H summed over group pairs) and ``first`` the
+    :func:`twin_groups` array.
     """
     n = H.shape[0]
-    shift = gamma1 + gamma2
     first = twin_groups(H)
     n_comp, comp = connected_components(H, directed=False)
     sizes = np.bincount(comp, minlength=n_comp)
@@ -546,24 +559,36 @@ def group_system(H, gamma1: float, gamma2: float, laplacian: bool = True):
     group = number[first]
     k = len(reps)
     g = np.bincount(group, minlength=k).astype(np.float64)
-    deg = np.asarray(H.sum(axis=1)).ravel()[reps] if laplacian else np.zeros(k)
+    deg = np.asarray(H.sum(axis=1)).ravel()[reps]
     agg = sparse.csr_matrix((np.ones(n), (np.arange(n), group)), shape=(n, k))
-    between = sparse.csr_matrix(agg.T @ H @ agg) if laplacian else sparse.csr_matrix((k, k))
-    lam = 2.0 * deg + 2.0 + shift if laplacian else np.full(k, shift)
+    between = sparse.csr_matrix(agg.T @ H @ agg)
+    bounds = np.flatnonzero(np.diff(comp_rank[comp[reps]], prepend=-1, append=n_comp + 1))
+    return _TwinGrouping(first, group, g, reps, bounds, deg, between)
+
+
+def group_inverses(grouping: _TwinGrouping, gamma1: float, gamma2: float, laplacian: bool = True):
+    """The inverse of ``S = Agg^T M Agg`` per component, ``M = 2 Phi + (gamma1 + gamma2) I``.
+
+    Returns ``(blocks, lam)``: ``blocks`` a list of ``(start, stop, S_inv)`` over the group numbers (float64),
+    and ``lam[a] = 2 d_a + 2 + gamma1 + gamma2`` (``gamma1 + gamma2`` without the Laplacian), the eigenvalue of
+    M on the zero-sum vectors of group a.
+    """
+    shift = gamma1 + gamma2
+    g = grouping.g
+    deg = grouping.deg if laplacian else np.zeros(len(g))
+    lam = 2.0 * deg + 2.0 + shift if laplacian else np.full(len(g), shift)
     blocks = []
-    comp_of_group = comp_rank[comp[reps]]
-    bounds = np.flatnonzero(np.diff(comp_of_group, prepend=-1, append=n_comp + 1))
-    for s, e in zip(bounds[:-1], bounds[1:], strict=True):
-        S = -2.0 * between[s:e, s:e].toarray()
+    for s, e in zip(grouping.bounds[:-1], grouping.bounds[1:], strict=True):
+        S = -2.0 * grouping.between[s:e, s:e].toarray() if laplacian else np.zeros((e - s, e - s))
         S[np.diag_indices_from(S)] += g[s:e] * (2.0 * deg[s:e] + shift)
         blocks.append((int(s), int(e), _spd_inverse(S) if e - s > 1 else 1.0 / S))
-    return group, g, blocks, lam
+    return blocks, lam
 
 
-def _solve_grouped(A, H, lam: float, *, gamma1, gamma2, tol, max_iter, stopping, lock_diagonal, laplacian,
-                   completion, dtype, callback):
-    """The ADMM of :func:`solve` on the twin groups of H (same arguments and return), or None when A is not
-    constant on them.
+def _solve_grouped(A, grouping: _TwinGrouping, lam: float, *, gamma1, gamma2, tol, max_iter, stopping,
+                   lock_diagonal, laplacian, completion, dtype, callback):
+    """The ADMM of :func:`solve` on the twin groups of H (``grouping``: :func:`twin_grouping`; the other
+    arguments and the return as :func:`solve`), or None when A is not constant on them.
 
     Twins (identical rows of H + I) have identical label rows, so A (LWCA, CA or PTS) is constant on them in a
     complete ensemble, and then every iterate is (:class:`_Grouped`): the E-update and the lock set (H > 0 is
@@ -577,8 +602,7 @@ def _solve_grouped(A, H, lam: float, *, gamma1, gamma2, tol, max_iter, stopping,
     dtype = np.dtype(dtype)
     n = A.shape[0]
     g1, g2 = float(gamma1), float(gamma2)
-    H = sparse.csr_matrix(H)
-    group, g, blocks, lam_g = group_system(H, g1, g2, laplacian)
+    group, g = grouping.group, grouping.g
     k = len(g)
     rep = np.full(k, -1)
     second = np.full(k, -1)
@@ -589,6 +613,7 @@ def _solve_grouped(A, H, lam: float, *, gamma1, gamma2, tol, max_iter, stopping,
     structured = _structure(A, group, rep, second)
     if structured is None:
         return None
+    blocks, lam_g = group_inverses(grouping, g1, g2, laplacian)  # only now: no use on the fallback
     Aq, Ad = (x.astype(dtype) for x in structured)
     within = g > 1
     # norms count every entry: g_a g_b between groups, g (g - 1) inside a group, g on the diagonal
@@ -601,8 +626,7 @@ def _solve_grouped(A, H, lam: float, *, gamma1, gamma2, tol, max_iter, stopping,
         return float(np.sum(w_off * x2) + np.dot(w_diag, np.square(X.diag, dtype=np.float64)))
 
     if completion:
-        agg = sparse.csr_matrix((np.ones(n), (np.arange(n), group)), shape=(n, k))
-        lock_off = sparse.csr_matrix(agg.T @ H @ agg).toarray() > 0
+        lock_off = grouping.between.toarray() > 0
         lock_off[np.diag_indices(k)] = np.where(within, True, lock_diagonal)
         lock_diag = np.full(k, lock_diagonal)
     else:
