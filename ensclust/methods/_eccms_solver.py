@@ -616,14 +616,17 @@ def _solve_grouped(A, grouping: _TwinGrouping, lam: float, *, gamma1, gamma2, to
     blocks, lam_g = group_inverses(grouping, g1, g2, laplacian)  # only now: no use on the fallback
     Aq, Ad = (x.astype(dtype) for x in structured)
     within = g > 1
-    # norms count every entry: g_a g_b between groups, g (g - 1) inside a group, g on the diagonal
-    w_off = np.outer(g, g)
-    w_off[np.diag_indices(k)] = g * (g - 1)
-    w_diag = g
+    idx = np.arange(k)
 
     def sq(X):
-        x2 = np.square(X.off, dtype=np.float64)
-        return float(np.sum(w_off * x2) + np.dot(w_diag, np.square(X.diag, dtype=np.float64)))
+        # Norms count every entry: g_a g_b between groups, g (g - 1) inside a group, g on the diagonal. The
+        # weight g g^T is rank one, so one pass over X.off (einsum accumulates in float64 without a k x k
+        # temporary) and a correction on its diagonal; summing w * X^2 with w as a k x k array took over half
+        # of a fit's time on LS.
+        rows = np.einsum("ij,ij,j->i", X.off, X.off, g, dtype=np.float64)
+        within_values = X.off[idx, idx].astype(np.float64)
+        diag = X.diag.astype(np.float64)
+        return float(g @ rows - g @ (within_values * within_values) + g @ (diag * diag))
 
     if completion:
         lock_off = grouping.between.toarray() > 0
@@ -643,7 +646,6 @@ def _solve_grouped(A, grouping: _TwinGrouping, lam: float, *, gamma1, gamma2, to
     tg1, tg2 = dtype.type(g1), dtype.type(g2)
     c_e = dtype.type(1.0 / (lam + g1))
     squared = stopping == "paper"
-    idx = np.arange(k)
     history = []
     converged = False
     kk = 0
