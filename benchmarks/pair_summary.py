@@ -1,9 +1,11 @@
-"""Markdown table of pairs.csv (benchmarks/pair_bench.py output): before / after per data set, CPU ratio."""
+"""Markdown table of a pairs.csv written by benchmarks/pair_bench.py: before / after per data set, CPU ratio.
+
+    python benchmarks/pair_summary.py results/bench/<folder>/pairs.csv
+"""
 import csv
 import sys
-from pathlib import Path
 
-rows = list(csv.DictReader(open(Path(__file__).with_name("pairs.csv"))))
+rows = list(csv.DictReader(open(sys.argv[1])))
 by = {}
 for r in rows:
     by.setdefault(r["dataset"], {})[r["side"]] = r
@@ -17,4 +19,3 @@ for name, sides in by.items():
     print(f"| {name.removeprefix('eccms_')} | {b['n']} | {float(b['cpu_s']):.2f} | {float(a['cpu_s']):.2f} | "
           f"{float(b['cpu_s']) / float(a['cpu_s']):.2f}x | {float(b['peak_mb']):.0f} / {float(a['peak_mb']):.0f} | "
           f"{same} ({a['labels_hash']}) | {float(a['ari']):.4f} |")
-sys.exit(0)
