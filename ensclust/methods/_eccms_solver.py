@@ -213,6 +213,8 @@ _TWIN_MIN_SAVING = 128
 #: (and solved with their plain inverse, twins or not)
 _PACK_BELOW = 16
 _PACK_SIZE = 64
+#: entries per row panel of the group ADMM's element-wise steps (float64: 256 KB, a few panels fit in L2)
+_PANEL = 32768
 
 
 def _pack_small_blocks(blocks):
@@ -618,16 +620,6 @@ def _solve_grouped(A, grouping: _TwinGrouping, lam: float, *, gamma1, gamma2, to
     within = g > 1
     idx = np.arange(k)
 
-    def sq(X):
-        # Norms count every entry: g_a g_b between groups, g (g - 1) inside a group, g on the diagonal. The
-        # weight g g^T is rank one, so one pass over X.off (einsum accumulates in float64 without a k x k
-        # temporary) and a correction on its diagonal; summing w * X^2 with w as a k x k array took over half
-        # of a fit's time on LS.
-        rows = np.einsum("ij,ij,j->i", X.off, X.off, g, dtype=np.float64)
-        within_values = X.off[idx, idx].astype(np.float64)
-        diag = X.diag.astype(np.float64)
-        return float(g @ rows - g @ (within_values * within_values) + g @ (diag * diag))
-
     if completion:
         lock_off = grouping.between.toarray() > 0
         lock_off[np.diag_indices(k)] = np.where(within, True, lock_diagonal)
@@ -636,16 +628,48 @@ def _solve_grouped(A, grouping: _TwinGrouping, lam: float, *, gamma1, gamma2, to
         lock_off = np.zeros((k, k), dtype=bool)
         lock_diag = np.zeros(k, dtype=bool)
 
-    zeros = lambda: _Grouped(np.zeros((k, k), dtype=dtype), np.zeros(k, dtype=dtype))  # noqa: E731
-    C, E, F, Y2 = zeros(), zeros(), zeros(), zeros()
-    Y1 = _Grouped(Aq.copy(), Ad.copy())
+    # State: the k x k "off" arrays and the k "diag" vectors of C, E, F, Y1, Y2 (see _Grouped), updated in place.
+    # The element-wise steps run over row panels of about _PANEL entries, so that the dozen operations of a step
+    # read and write a panel while it is in cache instead of streaming every k x k array through memory once per
+    # operation (that streaming, not the GEMM, was most of an iteration at k ~ 1000-2000); each element sees the
+    # same operations in the same order as the whole-array form, so the iterates are the same to the bit.
+    Coff, Cprev, Eoff, Foff, Y2off = (np.zeros((k, k), dtype=dtype) for _ in range(5))
+    Cdiag, Ediag, Fdiag, Y2diag = (np.zeros(k, dtype=dtype) for _ in range(4))
+    Y1off, Y1diag = Aq.copy(), Ad.copy()
+    T = np.empty((k, k), dtype=dtype)          # diag(g) R_off + diag(delta), then P = C + Y2 / g2
+    Roff_within = np.empty(k, dtype=dtype)
+    rows = max(1, _PANEL // max(k, 1))
+    panels = [(r, min(r + rows, k)) for r in range(0, k, rows)]
+    # the locked entries of each panel as flat indices (a scatter of zeros costs a fraction of a masked copy)
+    locked = [np.flatnonzero(lock_off[r0:r1]) for r0, r1 in panels]
+    width = rows * k
+    buf1, buf2 = np.empty(width, dtype=dtype), np.empty(width, dtype=dtype)
     blocks_dt = [(s, e, np.asarray(inv, dtype=dtype)) for s, e, inv in blocks]
     gd = g.astype(dtype)
     corr = (1.0 / (g * lam_g)).astype(dtype)
     inv_lam = (1.0 / lam_g).astype(dtype)
     tg1, tg2 = dtype.type(g1), dtype.type(g2)
+    half = dtype.type(0.5)
     c_e = dtype.type(1.0 / (lam + g1))
     squared = stopping == "paper"
+    sums = np.empty((10, k))                  # per-row weighted sums of squares of the ten stopping norms
+
+    sq_buf = np.empty(width)
+
+    def rowsq(X, out):
+        squares = sq_buf[:X.size].reshape(X.shape)
+        np.multiply(X, X, out=squares, dtype=np.float64)  # exact squares of float32 entries too
+        np.dot(squares, g, out=out)
+
+    def norm2(i, off_diagonal, diag):
+        # The squared Frobenius norm of the n x n matrix: every entry counted, g_a g_b between groups, g (g - 1)
+        # inside one, g on the diagonal. The weight g g^T is rank one, so the per-row sums of squares weighted
+        # by g (rowsq: float64 squares of a panel and one matrix-vector product), minus the g_a X_aa^2 the inside
+        # entries count once too often, plus the diagonal.
+        within_values = off_diagonal.astype(np.float64)
+        diag = diag.astype(np.float64)
+        return float(g @ sums[i] - g @ (within_values * within_values) + g @ (diag * diag))
+
     history = []
     converged = False
     kk = 0
@@ -653,48 +677,104 @@ def _solve_grouped(A, grouping: _TwinGrouping, lam: float, *, gamma1, gamma2, to
         # C-update (Eq. 9): C = M^-1 R, R = g1 (A - E) + Y1 + g2 F - Y2; on the groups (see InverseBlock):
         # C_off = S^-1 (diag(g) R_off + diag(delta)) - diag(delta / (g l)), C_diag = diag(C_off) + delta / l,
         # delta = R_diag - diag(R_off) (0 on single points, whose off-diagonal mirrors the diagonal)
-        Roff = (Aq - E.off) * tg1 + Y1.off + F.off * tg2 - Y2.off
-        Rdiag = (Ad - E.diag) * tg1 + Y1.diag + F.diag * tg2 - Y2.diag
-        delta = Rdiag - Roff[idx, idx]
-        T = Roff * gd[:, None]
+        Rdiag = (Ad - Ediag) * tg1 + Y1diag + Fdiag * tg2 - Y2diag
+        for r0, r1 in panels:
+            R, W = T[r0:r1], buf1[:(r1 - r0) * k].reshape(r1 - r0, k)
+            np.subtract(Aq[r0:r1], Eoff[r0:r1], out=R)
+            R *= tg1
+            R += Y1off[r0:r1]
+            np.multiply(Foff[r0:r1], tg2, out=W)
+            R += W
+            R -= Y2off[r0:r1]
+            Roff_within[r0:r1] = R[idx[:r1 - r0], idx[r0:r1]]
+            R *= gd[r0:r1, None]
+        delta = Rdiag - Roff_within
         T[idx, idx] += delta
-        Coff = np.empty_like(T)
+        Cprev, Coff = Coff, Cprev
+        Cprev_diag, Eprev_diag, Y1prev_diag = Cdiag, Ediag.copy(), Y1diag.copy()
+        Cprev_within, Eprev_within, Y1prev_within = Cprev[idx, idx], Eoff[idx, idx], Y1off[idx, idx]
         for s, e, inv in blocks_dt:
-            Coff[s:e] = inv @ T[s:e] if e - s > 1 else inv * T[s:e]
+            if e - s > 1:
+                np.matmul(inv, T[s:e], out=Coff[s:e])
+            else:
+                np.multiply(inv, T[s:e], out=Coff[s:e])
         Coff[idx, idx] -= delta * corr
-        Cn = _Grouped(Coff, Coff[idx, idx] + delta * inv_lam)
-        dC2 = sq(_Grouped(Cn.off - C.off, Cn.diag - C.diag))
-        Cold2 = sq(C)
-        C = Cn
-        # E-update (Eq. 11) and Y1 (Eq. 14)
-        amc = _Grouped(Aq - C.off, Ad - C.diag)
-        En = _Grouped((amc.off * tg1 + Y1.off) * c_e, (amc.diag * tg1 + Y1.diag) * c_e)
-        En.off[lock_off] = 0
-        En.diag[lock_diag] = 0
-        dE2 = sq(_Grouped(En.off - E.off, En.diag - E.diag))
-        Eold2 = sq(E)
-        E = En
-        res1 = _Grouped(amc.off - E.off, amc.diag - E.diag)      # A - C - E
-        r1_2, Y1old2 = sq(res1), sq(Y1)
-        Y1 = _Grouped(Y1.off + res1.off * tg1, Y1.diag + res1.diag * tg1)
-        # F-update (Eq. 13) and Y2 (Eq. 14)
-        Poff = C.off + Y2.off / tg2
-        Pdiag = C.diag + Y2.diag / tg2
-        Fn = _Grouped(np.clip((Poff + Poff.T) * dtype.type(0.5), 0, 1), np.clip(Pdiag, 0, 1))
-        dF2 = sq(_Grouped(Fn.off - F.off, Fn.diag - F.diag))
-        Fold2 = sq(F)
-        F = Fn
-        res2 = _Grouped(C.off - F.off, C.diag - F.diag)
-        r2_2, Y2old2 = sq(res2), sq(Y2)
-        Y2 = _Grouped(Y2.off + res2.off * tg2, Y2.diag + res2.diag * tg2)
+        Cdiag = Coff[idx, idx] + delta * inv_lam
+        # E-update (Eq. 11), Y1 (Eq. 14) and P = C + Y2 / g2 for the F-update, panel by panel
+        amc_diag = Ad - Cdiag
+        Ediag_new = (amc_diag * tg1 + Y1diag) * c_e
+        Ediag_new[lock_diag] = 0
+        res1_diag = amc_diag - Ediag_new
+        for p, (r0, r1) in enumerate(panels):
+            m = r1 - r0
+            A_, W = buf1[:m * k].reshape(m, k), buf2[:m * k].reshape(m, k)
+            np.subtract(Coff[r0:r1], Cprev[r0:r1], out=W)
+            rowsq(W, sums[0, r0:r1])                              # ||C - C_prev||
+            rowsq(Cprev[r0:r1], sums[1, r0:r1])                   # ||C_prev||
+            np.subtract(Aq[r0:r1], Coff[r0:r1], out=A_)           # A - C
+            np.multiply(A_, tg1, out=W)
+            W += Y1off[r0:r1]
+            W *= c_e                                              # E_new
+            W.ravel()[locked[p]] = 0
+            E = Eoff[r0:r1]
+            rowsq(E, sums[3, r0:r1])                              # ||E_prev||
+            np.subtract(W, E, out=E)
+            rowsq(E, sums[2, r0:r1])                              # ||E - E_prev||
+            E[...] = W
+            A_ -= E                                               # A - C - E
+            rowsq(A_, sums[4, r0:r1])                             # ||A - C - E||
+            Y1 = Y1off[r0:r1]
+            rowsq(Y1, sums[5, r0:r1])                             # ||Y1_prev||
+            A_ *= tg1
+            Y1 += A_
+            P = T[r0:r1]
+            np.divide(Y2off[r0:r1], tg2, out=P)
+            P += Coff[r0:r1]
+        Pdiag = Cdiag + Y2diag / tg2
+        dC2 = norm2(0, Coff[idx, idx] - Cprev_within, Cdiag - Cprev_diag)
+        Cold2 = norm2(1, Cprev_within, Cprev_diag)
+        dE2 = norm2(2, Eoff[idx, idx] - Eprev_within, Ediag_new - Eprev_diag)
+        Eold2 = norm2(3, Eprev_within, Eprev_diag)
+        r1_2 = norm2(4, Aq[idx, idx] - Coff[idx, idx] - Eoff[idx, idx], res1_diag)
+        Y1old2 = norm2(5, Y1prev_within, Y1prev_diag)
+        Ediag = Ediag_new
+        Y1diag = Y1diag + res1_diag * tg1
+        # F-update (Eq. 13) and Y2 (Eq. 14): F = clip((P + P^T) / 2, 0, 1), panel by panel
+        Fprev_within, Fprev_diag, Y2prev_within, Y2prev_diag = Foff[idx, idx], Fdiag, Y2off[idx, idx], Y2diag
+        Fdiag = np.clip(Pdiag, 0, 1)
+        res2_diag = Cdiag - Fdiag
+        for r0, r1 in panels:
+            m = r1 - r0
+            W = buf2[:m * k].reshape(m, k)
+            np.add(T[r0:r1], T[:, r0:r1].T, out=W)
+            W *= half
+            np.clip(W, 0, 1, out=W)                               # F_new
+            F = Foff[r0:r1]
+            rowsq(F, sums[7, r0:r1])                              # ||F_prev||
+            np.subtract(W, F, out=F)
+            rowsq(F, sums[6, r0:r1])                              # ||F - F_prev||
+            F[...] = W
+            np.subtract(Coff[r0:r1], F, out=W)                    # C - F
+            rowsq(W, sums[8, r0:r1])                              # ||C - F||
+            Y2 = Y2off[r0:r1]
+            rowsq(Y2, sums[9, r0:r1])                             # ||Y2_prev||
+            W *= tg2
+            Y2 += W
+        dF2 = norm2(6, Foff[idx, idx] - Fprev_within, Fdiag - Fprev_diag)
+        Fold2 = norm2(7, Fprev_within, Fprev_diag)
+        r2_2 = norm2(8, Coff[idx, idx] - Foff[idx, idx], res2_diag)
+        Y2old2 = norm2(9, Y2prev_within, Y2prev_diag)
+        Y2diag = Y2diag + res2_diag * tg2
 
         worst = _worst_ratio([(dC2, Cold2), (dE2, Eold2), (dF2, Fold2), (r1_2, Y1old2), (r2_2, Y2old2)], squared)
         history.append({"ratio": worst, "primal_residual1": math.sqrt(r1_2), "primal_residual2": math.sqrt(r2_2)})
         if callback is not None:
-            callback(kk, *(_expand(X, group) for X in (C, E, F, Y1, Y2)))
+            callback(kk, *(_expand(_Grouped(off, diag), group) for off, diag in
+                           ((Coff, Cdiag), (Eoff, Ediag), (Foff, Fdiag), (Y1off, Y1diag), (Y2off, Y2diag))))
         if (worst <= tol) if squared else (worst < tol):
             converged = True
             break
+    C = _Grouped(Coff, Cdiag)
 
     sizes = [int(g[s:e].sum()) for s, e, _ in blocks if e - s > 1 or g[s] > 1]
     return _expand(C, group), _solve_info(kk, converged, history, n_blocks=len(sizes),
