@@ -447,3 +447,24 @@ def test_a_matrix_not_constant_on_the_twin_groups_takes_the_full_iteration():
     C_ref, t_ref = _reference_solver(A, H, 0.4)
     assert info["n_iter"] == t_ref
     np.testing.assert_allclose(C, C_ref, atol=1e-12)
+
+
+@pytest.mark.parametrize("options", [{}, {"lock_diagonal": True, "stopping": "paper"}, {"laplacian": False},
+                                     {"completion": False}, {"dtype": np.float32}])
+def test_group_admm_is_the_same_whatever_the_panel_size(monkeypatch, options):
+    """The group ADMM's element-wise steps run over row panels for cache reuse; every element sees the same
+    operations whatever the panel size, so one-row panels give the same iterates to the bit as one panel."""
+    import ensclust.methods._eccms_solver as solver
+
+    members, _ = planted_ensemble(n=150, c=4, m=10, random_state=2, k_range=(3, 8))
+    members = check_members(members)
+    A = lwca_matrix(members)
+    H = high_confidence_matrix(coassociation(members, dtype=np.float64), 0.7)
+    results = []
+    for panel in (10**9, 1):  # one panel for everything, then one row per panel
+        monkeypatch.setattr(solver, "_PANEL", panel)
+        C, info = solve(A, H, 0.4, **options)
+        assert info["admm_on_groups"] and 20 < info["n_groups"] < 150
+        results.append((C, info["n_iter"]))
+    assert results[0][1] == results[1][1]
+    assert np.array_equal(results[0][0], results[1][0])
