@@ -20,6 +20,11 @@ configs that share a dataset and pool spec share the cached pool), the ensemble 
 Pseudo-methods ``km-avg`` / ``km-best`` are base-clustering statistics (``ensclust.metrics.member_scores``):
 ``scope: pool`` gives one cell (rep -1) holding the mean (with std over members) / the max over all pool
 members; ``scope: ensemble`` gives one cell per repetition with the mean / max over that ensemble's members.
+
+Reuse: a stored cell is reused while its fingerprint (``ensclust.experiment.plan``: the config's part) is
+unchanged and, for every data set this run prepares, while the digest of the arrays its cells are computed
+from (:func:`inputs_digest`, recorded per data set in ``inputs.json``) is unchanged; otherwise that data set's
+stored cells are computed again.
 """
 
 from __future__ import annotations
