@@ -474,3 +474,29 @@ def test_corrupt_inputs_record_is_one_line_user_error(tmp_path, cache):
     with pytest.raises(UserError, match="corrupt or truncated inputs.json") as info:
         run(cfg, tmp_path, cache)
     assert "\n" not in str(info.value)
+
+
+def test_inputs_digest_sees_every_input():
+    from scipy import sparse
+
+    from ensclust.experiment.runner import inputs_digest
+
+    rng = np.random.default_rng(0)
+    X = rng.random((30, 4))
+    y = rng.integers(0, 3, 30)
+    members = rng.integers(0, 3, (30, 6)).astype(np.int32)
+    draws = [np.arange(3), np.arange(3, 6)]
+    base = inputs_digest(X, y, members, draws, 3)
+    assert inputs_digest(X.copy(), y.copy(), members.copy(), [d.copy() for d in draws], 3) == base
+    changed_members = members.copy()
+    changed_members[5, 2] = (changed_members[5, 2] + 1) % 3
+    X2 = X.copy()
+    X2[0, 0] = np.nextafter(X2[0, 0], 2.0)
+    variants = [inputs_digest(X2, y, members, draws, 3), inputs_digest(X, y[::-1], members, draws, 3),
+                inputs_digest(X, y, changed_members, draws, 3), inputs_digest(X, y, members, draws[::-1], 3),
+                inputs_digest(X, y, members, draws, 4), inputs_digest(None, y, members, draws, 3),
+                inputs_digest(X.astype(np.float32), y, members, draws, 3)]
+    assert len({base, *variants}) == len(variants) + 1
+    S = sparse.random(30, 4, density=0.3, random_state=1, format="csr")
+    assert inputs_digest(S, y, members, draws, 3) == inputs_digest(S.tocsc(), y, members, draws, 3)
+    assert inputs_digest(S, y, members, draws, 3) != inputs_digest(S * 2, y, members, draws, 3)

@@ -142,7 +142,9 @@ def inputs_digest(X, y, members, draws, n_clusters: int) -> str:
         if arr is None:
             continue
         if sparse.issparse(arr):
-            arr = arr.tocsr()
+            arr = sparse.csr_matrix(arr, copy=True)  # canonical form: the same matrix gives the same bytes
+            arr.sum_duplicates()
+            arr.sort_indices()
             pieces = [arr.data, arr.indices, arr.indptr]
         else:
             pieces = [np.asarray(arr)]
