@@ -79,6 +79,22 @@ def test_dry_run_lists_the_tier_configs_without_running(toy, capsys):
     assert not results.exists()  # nothing ran
 
 
+def test_dry_run_from_scratch_prices_the_finished_fits_too(toy, capsys):
+    results = toy / "results"
+    code, _, err = invoke_cli(capsys, "reproduce", "toy", "--tier", "quick", "--results", str(results), "--quiet")
+    assert code == 0, err
+    _, out, _ = invoke_cli(capsys, "reproduce", "toy", "--tier", "quick", "--dry-run", "--results", str(results))
+    row = next(line for line in out.splitlines() if line.startswith("toy_a")).split()
+    assert row[3] == "0" and row[4:6] == ["0", "s"]  # everything finished: nothing pending, nothing to price
+    _, out, _ = invoke_cli(capsys, "reproduce", "toy", "--tier", "quick", "--dry-run", "--from-scratch",
+                           "--results", str(results))
+    assert "from scratch" in out.splitlines()[0]
+    row = next(line for line in out.splitlines() if line.startswith("toy_a")).split()
+    assert row[1] == row[2] == row[3] and "recorded" in " ".join(row[6:])  # every fit priced, from its own record
+    code, _, err = invoke_cli(capsys, "reproduce", "toy", "--from-scratch", "--results", str(results))
+    assert code == 2 and "--from-scratch goes with --dry-run" in err
+
+
 def test_reproduce_assembles_the_table_with_provenance(toy, capsys):
     results = toy / "results"
     code, out, err = invoke_cli(capsys, "reproduce", "toy", "--results", str(results), "--quiet")

@@ -13,6 +13,8 @@ from ensclust.errors import CellsFailed, UserError
 @click.option("--tier", type=click.Choice(("quick", "full")), default="full", show_default=True,
               help="quick: a cheap subset with at least one whole table per paper where one fits; full: everything")
 @click.option("--dry-run", is_flag=True, help="print planned / finished / pending fits and the estimated CPU time")
+@click.option("--from-scratch", is_flag=True,
+              help="with --dry-run: price every planned fit, finished or not (the cost of rerunning from nothing)")
 @click.option("--status", is_flag=True, help="print the scorecard's totals (cells computed / within) and exit")
 @click.option("--assemble-only", is_flag=True, help="run nothing: assemble the tables and the scorecard from the results")
 @click.option("--with", "with_method", default=None, metavar="METHOD",
@@ -28,7 +30,7 @@ from ensclust.errors import CellsFailed, UserError
 @click.option("--check-against", "reference_root", default=None, metavar="DIR",
               help="after the run, compare each config's cells.csv with DIR/<config>/cells.csv (exit 1 if any differs)")
 @click.option("--quiet", "-q", is_flag=True, help="no progress bars")
-def reproduce_command(paper, table, tier, dry_run, status, assemble_only, with_method, with_params, with_label, jobs,
+def reproduce_command(paper, table, tier, dry_run, from_scratch, status, assemble_only, with_method, with_params, with_label, jobs,
                       executor, scheduler, results_root, data_dir, reference_root, quiet):
     """Reproduce a paper's tables: run their configs, lay them out as printed, write the scorecard.
 
@@ -68,8 +70,10 @@ def reproduce_command(paper, table, tier, dry_run, status, assemble_only, with_m
     if with_method:
         plan = rp.with_method_configs(manifests[0], manifests[0].table(table), tier, with_method,
                                       _parse_params(with_params), with_label)
+    if from_scratch and not dry_run:
+        raise UserError("--from-scratch goes with --dry-run (it prices the plan; nothing runs)")
     if dry_run:
-        for line in rp.dry_run_lines(plan, results_root):
+        for line in rp.dry_run_lines(plan, results_root, from_scratch):
             click.echo(line)
         return
     failures = [] if assemble_only else rp.run_configs(plan, results_root, jobs=jobs, executor=executor,

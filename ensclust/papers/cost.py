@@ -2,6 +2,8 @@
 
 A pending cell's CPU time is estimated, in this order, from
 
+``from_scratch`` prices the finished cells too (what rerunning everything would cost).
+
 1. ``recorded``: the median fit time of the same row (method label) on the same data set in the same
    results folder (``timing.csv``: other repetitions or grid points that did run);
 2. ``recorded-elsewhere``: the median fit time of the same method at the same n in any results folder, with
@@ -178,8 +180,12 @@ def dataset_sizes(config, results_root: Path) -> dict:
     return sizes
 
 
-def estimate_config(config, results_root, model: CostModel) -> ConfigEstimate:
-    """Planned / finished / pending cells of one config and the estimated CPU time of the pending ones."""
+def estimate_config(config, results_root, model: CostModel, from_scratch: bool = False) -> ConfigEstimate:
+    """Planned / finished / pending cells of one config and the estimated CPU time of the pending ones.
+
+    ``from_scratch``: price every planned cell, finished or not (a finished cell by its own row's recorded
+    times): what running the config again from nothing would cost. ``finished`` still counts the finished ones.
+    """
     store = ResultStore(Path(results_root) / config.name)
     planned = plan_cells(config)
     sizes = dataset_sizes(config, Path(results_root))
@@ -189,7 +195,8 @@ def estimate_config(config, results_root, model: CostModel) -> ConfigEstimate:
     for cell in planned:
         if store.read_cell(cell) is not None:
             est.finished += 1
-            continue
+            if not from_scratch:
+                continue
         est.pending += 1
         group = _solve_group(cell["method_name"])
         key = (cell["dataset"], cell["rep"], group, cell["params"])

@@ -231,20 +231,25 @@ def plan_configs(manifests: list[Manifest], tier: str, table: str | None = None)
     return [PlannedConfig(n, load_config(config_path(n, origin[n]))) for n in origin]
 
 
-def estimates(plan: list[PlannedConfig], results_root="results"):
+def estimates(plan: list[PlannedConfig], results_root="results", from_scratch: bool = False):
     from ensclust.papers.cost import CostModel, estimate_config
 
     model = CostModel(results_root)
-    return [estimate_config(p.config, results_root, model) for p in plan]
+    return [estimate_config(p.config, results_root, model, from_scratch) for p in plan]
 
 
-def dry_run_lines(plan: list[PlannedConfig], results_root="results") -> list[str]:
-    """Per config and in total: planned / finished / pending fits and the estimated CPU time (no run starts)."""
+def dry_run_lines(plan: list[PlannedConfig], results_root="results", from_scratch: bool = False) -> list[str]:
+    """Per config and in total: planned / finished / pending fits and the estimated CPU time (no run starts).
+
+    ``from_scratch``: the estimate covers every planned fit (the "priced" column), not only the pending ones.
+    """
     from ensclust.papers.cost import format_seconds
 
     lines = [f"{'config':<36} {'planned':>8} {'finished':>9} {'pending':>8} {'est. CPU':>9}  estimate from"]
+    if from_scratch:
+        lines[0] = lines[0].replace(" pending", "  priced") + " (from scratch: every planned fit)"
     total = {"planned": 0, "finished": 0, "pending": 0, "seconds": 0.0, "unknown": 0}
-    for est in estimates(plan, results_root):
+    for est in estimates(plan, results_root, from_scratch):
         basis = ", ".join(f"{est.cells[k]} {k}" for k in ("recorded", "recorded-elsewhere", "model", "unknown")
                           if est.cells.get(k))
         lines.append(f"{est.config:<36} {est.planned:>8} {est.finished:>9} {est.pending:>8} "
