@@ -653,7 +653,6 @@ def _solve_grouped(A, grouping: _TwinGrouping, lam: float, *, gamma1, gamma2, to
     c_e = dtype.type(1.0 / (lam + g1))
     squared = stopping == "paper"
     sums = np.empty((10, k))                  # per-row weighted sums of squares of the ten stopping norms
-
     sq_buf = np.empty(width)
 
     def rowsq(X, out):
@@ -707,12 +706,12 @@ def _solve_grouped(A, grouping: _TwinGrouping, lam: float, *, gamma1, gamma2, to
         res1_diag = amc_diag - Ediag_new
         for p, (r0, r1) in enumerate(panels):
             m = r1 - r0
-            A_, W = buf1[:m * k].reshape(m, k), buf2[:m * k].reshape(m, k)
+            amc, W = buf1[:m * k].reshape(m, k), buf2[:m * k].reshape(m, k)
             np.subtract(Coff[r0:r1], Cprev[r0:r1], out=W)
             rowsq(W, sums[0, r0:r1])                              # ||C - C_prev||
             rowsq(Cprev[r0:r1], sums[1, r0:r1])                   # ||C_prev||
-            np.subtract(Aq[r0:r1], Coff[r0:r1], out=A_)           # A - C
-            np.multiply(A_, tg1, out=W)
+            np.subtract(Aq[r0:r1], Coff[r0:r1], out=amc)           # A - C
+            np.multiply(amc, tg1, out=W)
             W += Y1off[r0:r1]
             W *= c_e                                              # E_new
             W.ravel()[locked[p]] = 0
@@ -721,12 +720,12 @@ def _solve_grouped(A, grouping: _TwinGrouping, lam: float, *, gamma1, gamma2, to
             np.subtract(W, E, out=E)
             rowsq(E, sums[2, r0:r1])                              # ||E - E_prev||
             E[...] = W
-            A_ -= E                                               # A - C - E
-            rowsq(A_, sums[4, r0:r1])                             # ||A - C - E||
+            amc -= E                                               # A - C - E
+            rowsq(amc, sums[4, r0:r1])                             # ||A - C - E||
             Y1 = Y1off[r0:r1]
             rowsq(Y1, sums[5, r0:r1])                             # ||Y1_prev||
-            A_ *= tg1
-            Y1 += A_
+            amc *= tg1
+            Y1 += amc
             P = T[r0:r1]
             np.divide(Y2off[r0:r1], tg2, out=P)
             P += Coff[r0:r1]
