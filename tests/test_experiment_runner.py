@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from ensclust.errors import UserError
 from ensclust.experiment.config import load_config_text
 from ensclust.experiment.runner import plan_cells, run_experiment
 from ensclust.experiment.store import ResultStore
@@ -500,3 +501,23 @@ def test_inputs_digest_sees_every_input():
     S = sparse.random(30, 4, density=0.3, random_state=1, format="csr")
     assert inputs_digest(S, y, members, draws, 3) == inputs_digest(S.tocsc(), y, members, draws, 3)
     assert inputs_digest(S, y, members, draws, 3) != inputs_digest(S * 2, y, members, draws, 3)
+
+
+def test_an_interrupted_forced_run_resumes_without_force(tmp_path, cache):
+    cfg = make_config("f", "test-interrupt")
+    root = run(cfg, tmp_path, cache)
+    _INTERRUPT.update(count=0, after=2)
+    with pytest.raises(KeyboardInterrupt):
+        run(cfg, tmp_path, cache, force=True)
+    owed = json.loads((root / "forced.json").read_text())
+    assert len(owed) >= 4  # the 4 EAC cells not yet recomputed (and the pool statistics after them)
+    _INTERRUPT.update(count=0, after=None)
+    run(cfg, tmp_path, cache)  # no --force: the owed cells are computed, the recomputed ones are not
+    assert _INTERRUPT["count"] == 4
+    assert not (root / "forced.json").exists()
+    _INTERRUPT.update(count=0)
+    run(cfg, tmp_path, cache)
+    assert _INTERRUPT["count"] == 0
+    (root / "forced.json").write_text("[1, 2")
+    with pytest.raises(UserError, match="corrupt or truncated forced.json"):
+        run(cfg, tmp_path, cache)

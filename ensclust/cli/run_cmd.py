@@ -42,7 +42,7 @@ def execution_options(func):
                      help="local (serial or joblib) or dask (distributed)"),
         click.option("--scheduler", default=None, metavar="ADDRESS",
                      help="Dask scheduler address, e.g. tcp://HOST:8786 (default: start a local Dask cluster)"),
-        click.option("--force", is_flag=True, help="recompute finished cells"),
+        click.option("--force", is_flag=True, help="recompute finished cells (an interrupted forced run resumes without --force)"),
         click.option("--retry-failed", is_flag=True, help="recompute the cells that failed before"),
         click.option("--quiet", "-q", is_flag=True, help="no progress bar and no tables on stdout"),
         click.option("--results", "results_root", default="results", show_default=True, metavar="DIR",

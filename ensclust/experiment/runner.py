@@ -322,8 +322,10 @@ def run_experiment(config: ExperimentConfig, *, results_root="results", jobs: in
                    cell_filter=None, dry_run=False, memory: str | None = None, blas_threads: int = 1) -> Path:
     """Run every unfinished cell of ``config``; returns the results folder.
 
-    ``force`` recomputes finished cells, ``retry_failed`` recomputes only the failed ones. On Ctrl-C the
-    finished cells stay stored (cells.csv is rewritten from them) and the interrupt propagates.
+    ``force`` recomputes finished cells (the selected ones; until all are done ``forced.json`` lists the rest,
+    so that an interrupted forced run resumes without ``force``), ``retry_failed`` recomputes only the failed
+    ones. On Ctrl-C the finished cells stay stored (cells.csv is rewritten from them) and the interrupt
+    propagates.
     ``cell_filter(cell) -> bool`` restricts which cells are computed (finished cells outside the filter
     still appear in cells.csv and the tables). ``dry_run`` only prints what would run (a callable is
     used instead of ``print``). ``memory`` is how each fit's peak memory is measured (module docstring;
@@ -353,9 +355,12 @@ def run_experiment(config: ExperimentConfig, *, results_root="results", jobs: in
 
     done: dict[int, dict] = {}
     pending = []
+    # cells an interrupted --force run selected and did not recompute: still owed, with or without --force now
+    owed = store.read_forced() & {cell["fingerprint"] for cell in planned}
     for i, cell in enumerate(planned):
         selected = cell_filter is None or cell_filter(cell)
-        record = None if (force and selected) else store.read_cell(cell)
+        redo = selected and (force or cell["fingerprint"] in owed)
+        record = None if redo else store.read_cell(cell)
         if record is not None and selected and retry_failed and record.get("status") != "ok":
             record = None
         if record is not None:
@@ -377,6 +382,9 @@ def run_experiment(config: ExperimentConfig, *, results_root="results", jobs: in
     store.persist_committed()
     store.save_config(config)
     recorded_inputs = store.read_inputs()
+    if force:
+        owed |= {cell["fingerprint"] for _, cell in pending}
+    store.write_forced(owed)
 
     contexts: dict[str, DatasetContext] = {}
     failed_datasets: dict[str, str] = {}
@@ -435,6 +443,9 @@ def run_experiment(config: ExperimentConfig, *, results_root="results", jobs: in
         store.write_cell(record)
         done[i] = record
         stale_left.get(record["dataset"], set()).discard(i)
+        if record["fingerprint"] in owed:
+            owed.discard(record["fingerprint"])
+            store.write_forced(owed)
         if record["status"] != "ok":
             n_failed += 1
         rep = "pool" if record["rep"] < 0 else f"r{record['rep']}"

@@ -3,6 +3,8 @@
 Layout::
 
     experiment.json   the validated config (what the tables are rebuilt from)
+    forced.json       while a --force run is unfinished: the cells it has still to recompute (a rerun
+                      without --force resumes them)
     inputs.json       per data set, a digest of the inputs its cells were computed on (features, truth,
                       pool members, ensemble draws); a run that finds other inputs recomputes that data
                       set's stored cells
@@ -177,6 +179,34 @@ class ResultStore:
 
     def write_cell(self, record: dict) -> None:
         atomic_write_text(self.cell_path(record), json.dumps(record, sort_keys=True, default=str) + "\n")
+
+    # -- cells a forced run has still to recompute --------------------------------------------------------
+    def read_forced(self) -> set[str]:
+        """``forced.json``: fingerprints of the cells a ``--force`` run selected and has not yet recomputed
+        (an interrupted forced run resumes from it without ``--force``); empty when there is none."""
+        path = self.root / "forced.json"
+        try:
+            text = path.read_bytes()
+        except (FileNotFoundError, NotADirectoryError):  # no folder yet (or not a folder: the write says so)
+            return set()
+        except OSError as exc:
+            raise UserError(f"{path}: cannot read forced.json ({_reason(exc)})") from None
+        try:
+            owed = json.loads(text)
+            if not isinstance(owed, list) or not all(isinstance(v, str) for v in owed):
+                raise ValueError("not a list of cell fingerprints")
+        except ValueError as exc:
+            detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise UserError(f"{path}: corrupt or truncated forced.json ({detail}); delete it and rerun with --force "
+                            "to recompute the cells it listed") from None
+        return set(owed)
+
+    def write_forced(self, owed: set[str]) -> None:
+        path = self.root / "forced.json"
+        if owed:
+            atomic_write_text(path, json.dumps(sorted(owed)) + "\n")
+        else:
+            path.unlink(missing_ok=True)
 
     # -- the inputs the stored cells were computed on ---------------------------------------------------
     def read_inputs(self) -> dict[str, str]:
