@@ -180,26 +180,32 @@ class ResultStore:
     def write_cell(self, record: dict) -> None:
         atomic_write_text(self.cell_path(record), json.dumps(record, sort_keys=True, default=str) + "\n")
 
-    # -- cells a forced run has still to recompute --------------------------------------------------------
-    def read_forced(self) -> set[str]:
-        """``forced.json``: fingerprints of the cells a ``--force`` run selected and has not yet recomputed
-        (an interrupted forced run resumes from it without ``--force``); empty when there is none."""
-        path = self.root / "forced.json"
+    # -- small state files: forced.json, inputs.json -----------------------------------------------------
+    def _read_state(self, name: str, kind: type, valid, shape: str, remedy: str):
+        """The JSON content of ``<root>/name`` (``kind()`` when there is none yet); a file that cannot be read or
+        is not a ``kind`` whose values pass ``valid`` is a one-line UserError naming ``remedy``."""
+        path = self.root / name
         try:
             text = path.read_bytes()
         except (FileNotFoundError, NotADirectoryError):  # no folder yet (or not a folder: the write says so)
-            return set()
+            return kind()
         except OSError as exc:
-            raise UserError(f"{path}: cannot read forced.json ({_reason(exc)})") from None
+            raise UserError(f"{path}: cannot read {name} ({_reason(exc)})") from None
         try:
-            owed = json.loads(text)
-            if not isinstance(owed, list) or not all(isinstance(v, str) for v in owed):
-                raise ValueError("not a list of cell fingerprints")
+            content = json.loads(text)
+            values = content.values() if isinstance(content, dict) else content
+            if not isinstance(content, kind) or not all(valid(v) for v in values):
+                raise ValueError(f"not {shape}")
         except ValueError as exc:
             detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise UserError(f"{path}: corrupt or truncated forced.json ({detail}); delete it and rerun with --force "
-                            "to recompute the cells it listed") from None
-        return set(owed)
+            raise UserError(f"{path}: corrupt or truncated {name} ({detail}); {remedy}") from None
+        return content
+
+    def read_forced(self) -> set[str]:
+        """``forced.json``: fingerprints of the cells a ``--force`` run selected and has not yet recomputed
+        (an interrupted forced run resumes from it without ``--force``); empty when there is none."""
+        return set(self._read_state("forced.json", list, lambda v: isinstance(v, str), "a list of cell fingerprints",
+                                    "delete it and rerun with --force to recompute the cells it listed"))
 
     def write_forced(self, owed: set[str]) -> None:
         path = self.root / "forced.json"
@@ -208,26 +214,13 @@ class ResultStore:
         else:
             path.unlink(missing_ok=True)
 
-    # -- the inputs the stored cells were computed on ---------------------------------------------------
     def read_inputs(self) -> dict[str, str]:
         """``inputs.json``: data set label -> digest of the inputs its stored cells were computed on (see
         :func:`ensclust.experiment.runner.inputs_digest`); empty when the folder has none yet."""
-        path = self.root / "inputs.json"
-        try:
-            text = path.read_bytes()
-        except FileNotFoundError:
-            return {}
-        except OSError as exc:
-            raise UserError(f"{path}: cannot read inputs.json ({_reason(exc)})") from None
-        try:
-            inputs = json.loads(text)
-            if not isinstance(inputs, dict) or not all(isinstance(v, str) for v in inputs.values()):
-                raise ValueError("not a mapping of data set labels to digests")
-        except ValueError as exc:
-            detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise UserError(f"{path}: corrupt or truncated inputs.json ({detail}); delete it (the next run records "
-                            "the inputs again) or rerun the experiment with --force") from None
-        return inputs
+        return self._read_state("inputs.json", dict, lambda v: isinstance(v, str),
+                                "a mapping of data set labels to digests",
+                                "delete it (the next run records the inputs again) or rerun the experiment with "
+                                "--force")
 
     def write_inputs(self, inputs: dict[str, str]) -> None:
         atomic_write_text(self.root / "inputs.json", json.dumps(dict(sorted(inputs.items())), indent=2) + "\n")
