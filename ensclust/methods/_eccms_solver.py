@@ -151,6 +151,18 @@ def twin_groups(H) -> np.ndarray:
     return first
 
 
+def _ranked_components(H):
+    """H's connected components, ranked: non-trivial ones by decreasing size (ties by component id), then the
+    singletons. Returns ``(n_comp, comp, sizes, rank, comp_rank)``: ``rank`` the component ids in that order,
+    ``comp_rank[c]`` the place of component c in it."""
+    n_comp, comp = connected_components(H, directed=False)
+    sizes = np.bincount(comp, minlength=n_comp)
+    rank = np.lexsort((np.arange(n_comp), -sizes, sizes == 1))
+    comp_rank = np.empty(n_comp, dtype=np.int64)
+    comp_rank[rank] = np.arange(n_comp)
+    return n_comp, comp, sizes, rank, comp_rank
+
+
 def laplacian_blocks(H, gamma1: float, gamma2: float, first=None):
     """Permutation grouping H's connected components and the inverse of every block of ``2 Phi + g I``.
 
@@ -162,12 +174,7 @@ def laplacian_blocks(H, gamma1: float, gamma2: float, first=None):
     already known.
     """
     n = H.shape[0]
-    n_comp, comp = connected_components(H, directed=False)
-    sizes = np.bincount(comp, minlength=n_comp)
-    # non-trivial components by decreasing size (ties by component id), singletons last
-    rank = np.lexsort((np.arange(n_comp), -sizes, sizes == 1))
-    comp_rank = np.empty(n_comp, dtype=np.int64)
-    comp_rank[rank] = np.arange(n_comp)
+    n_comp, comp, sizes, rank, comp_rank = _ranked_components(H)
     first = twin_groups(H) if first is None else first
     # a component takes the group form when it saves enough GEMM flops (_TWIN_MIN_SAVING); only those are
     # reordered by twin group, the others keep the original order (and so the plain path's exact bits)
@@ -549,11 +556,7 @@ def twin_grouping(H) -> _TwinGrouping:
     """
     n = H.shape[0]
     first = twin_groups(H)
-    n_comp, comp = connected_components(H, directed=False)
-    sizes = np.bincount(comp, minlength=n_comp)
-    rank = np.lexsort((np.arange(n_comp), -sizes, sizes == 1))
-    comp_rank = np.empty(n_comp, dtype=np.int64)
-    comp_rank[rank] = np.arange(n_comp)
+    n_comp, comp, _, _, comp_rank = _ranked_components(H)
     reps = np.flatnonzero(first == np.arange(n))
     reps = reps[np.lexsort((reps, comp_rank[comp[reps]]))]
     number = np.empty(n, dtype=np.int64)
@@ -606,11 +609,11 @@ def _solve_grouped(A, grouping: _TwinGrouping, lam: float, *, gamma1, gamma2, to
     g1, g2 = float(gamma1), float(gamma2)
     group, g = grouping.group, grouping.g
     k = len(g)
-    rep = np.full(k, -1)
-    second = np.full(k, -1)
-    for p in range(n - 1, -1, -1):        # smallest and second smallest point of every group
-        a = group[p]
-        second[a], rep[a] = rep[a], p
+    # the smallest point of every group (grouping.reps) and the second smallest (-1 for a single point)
+    rep = grouping.reps
+    by_group = np.argsort(group, kind="stable")                   # points by group, by index inside one
+    starts = np.concatenate([[0], np.cumsum(g[:-1])]).astype(np.int64)
+    second = np.where(g > 1, by_group[np.minimum(starts + 1, n - 1)], -1)
     A = np.asarray(A)
     structured = _structure(A, group, rep, second)
     if structured is None:
