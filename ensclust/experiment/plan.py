@@ -2,10 +2,11 @@
 
 A cell is a dict with ``dataset``, ``method`` (row label), ``method_name`` (registry name), ``scope``
 (pseudo-methods only), ``point`` (index in the method's grid), ``params`` (canonical JSON), ``rep`` (-1 for
-a pool-level statistic), ``seed`` and ``fingerprint``. The fingerprint hashes everything that determines the
-cell's result (the dataset's data, preprocessing and pool spec with its generator's code revision, the ensemble draws, the seed, the metrics, the
-method, its code revision and its parameters, the repetition), so a stored result is reused only while all of
-these are unchanged.
+a pool-level statistic), ``seed`` and ``fingerprint``. The fingerprint hashes everything in the config that
+determines the cell's result (the dataset, its preprocessing, its pool spec and the pool generator's code
+revision, the ensemble draws, the seed, the metrics, the method, its code revision and its parameters, the
+repetition), so a stored result is reused only while all of these are unchanged (the arrays themselves are
+checked by the runner's inputs digest).
 The store and the runner both plan through this module (neither imports the other for it).
 """
 

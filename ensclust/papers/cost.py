@@ -2,8 +2,6 @@
 
 A pending cell's CPU time is estimated, in this order, from
 
-``from_scratch`` prices the finished cells too (what rerunning everything would cost).
-
 1. ``recorded``: the median fit time of the same row (method label) on the same data set in the same
    results folder (``timing.csv``: other repetitions or grid points that did run);
 2. ``recorded-elsewhere``: the median fit time of the same method at the same n in any results folder, with
@@ -15,7 +13,8 @@ A pending cell's CPU time is estimated, in this order, from
 
 A pending cell whose method shares its solve with a cell priced before it (same data set, repetition and
 parameters, methods of one ``solve_group``, e.g. RSEC-H / RSEC-Z; the runner runs the two one after the other)
-is priced as ``shared solve``: the post-processing only.
+is priced as ``shared solve``: the post-processing only. With ``from_scratch`` the finished cells are priced the
+same way (what rerunning everything would cost; ``reproduce --dry-run --from-scratch``).
 
 The recorded times are CPU seconds (``cpu_s`` of timing.csv) where recorded, else the wall seconds of the
 fit (older runs; single-threaded fits on a shared 2-core machine, so wall time exceeds CPU time when the
