@@ -45,6 +45,7 @@ import numpy as np
 from scipy import optimize, sparse
 from scipy.linalg import cholesky, solve_triangular
 
+from ensclust.core.lbfgsb import minimize_weighted_box
 from ensclust.core.microclusters import compute_microclusters
 from ensclust.methods import register
 from ensclust.methods._robust_graph import (
@@ -188,42 +189,17 @@ class CESHL(ConsensusMethod):
         kkt = box_qp_kkt_residual(A, lam * w0, w)
 
         H = H0.copy()
-        shape = H.shape
-        r = np.broadcast_to(np.sqrt(sizes)[:, None], shape).ravel()
         vals, Y = laplacian_smallest_weighted(None, sizes, c + 1, factor=hypergraph_factor(H, w, sizes))
         Y = Y[:, :c]
         rho = float(self.init_rho)
-        bounds = optimize.Bounds(np.zeros(H.size), r)
-        # gtol 0: the projected-gradient test reads the object-level gradient, in the callback
-        options = {"maxiter": self.inner_iter, "maxcor": 5, "gtol": 0.0, "ftol": 1e7 * EPS}
         history = {"rho": [], "fn1": [], "objective": []}
         converged = False
         n_iter = 0
         for it in range(1, self.max_iter + 1):
             n_iter = it
-            last = {}
-
-            def fun(z, Y=Y, rho=rho, last=last):
-                x = (z / r).reshape(shape)
-                f, g = structure_objective(x, H0, w, Y, rho, sizes)
-                last["z"], last["f"] = z.copy(), f
-                last["pg"] = float(np.abs(np.clip(x - g, 0.0, 1.0) - x).max())
-                return f, (g * sizes[:, None]).ravel() / r
-
-            def stop(zk, fun=fun, last=last):
-                if not np.array_equal(zk, last.get("z")):
-                    fun(zk)
-                if last["pg"] <= PGTOL:
-                    raise StopIteration
-
-            z0 = H.ravel() * r
-            fun(z0)
-            if last["pg"] <= PGTOL:     # L-BFGS-B's test at the start point
-                res = optimize.OptimizeResult(x=z0, fun=last["f"])
-            else:
-                res = optimize.minimize(fun, z0, jac=True, method="L-BFGS-B", bounds=bounds, callback=stop,
-                                        options=options)
-            H = np.clip((res.x / r).reshape(shape), 0.0, 1.0)
+            H, res = minimize_weighted_box(lambda x, Y=Y, rho=rho: structure_objective(x, H0, w, Y, rho, sizes),
+                                           H, sizes, maxiter=self.inner_iter, pgtol=PGTOL, maxcor=5,
+                                           ftol=1e7 * EPS)
             history["objective"].append(float(res.fun))
             Y_old = Y
             vals, Y = laplacian_smallest_weighted(None, sizes, c + 1, factor=hypergraph_factor(H, w, sizes))

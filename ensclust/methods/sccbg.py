@@ -44,9 +44,10 @@ Memory: n_micro x K dense arrays (S, W, H0, dist and a few products) and the K x
 from __future__ import annotations
 
 import numpy as np
-from scipy import optimize, sparse
+from scipy import sparse
 from scipy.linalg import eigh
 
+from ensclust.core.lbfgsb import minimize_weighted_box
 from ensclust.core.microclusters import compute_microclusters
 from ensclust.methods import register
 from ensclust.methods._robust_graph import micro_bipartite_component_labels, squared_distances
@@ -126,38 +127,17 @@ def s_step_linear(D, W: np.ndarray, A: np.ndarray, gamma: float, WA: np.ndarray)
 def _box_minimize(fun, x0: np.ndarray, max_iter: int, tol: float, weights: np.ndarray | None = None):
     """One joint L-BFGS-B solve of sum_i weights_i f_i(x_i) over the box [0, 1]^{n x K}.
 
-    ``fun(X)`` returns the per-row values and the gradient. Row i stands for ``weights[i]`` identical objects:
-    L-BFGS-B runs in the coordinates z_i = sqrt(weights_i) x_i (box [0, sqrt(weights_i)]), in which its inner
-    products, breakpoints and line searches are those of the solve over all objects. Its own projected-gradient
-    test would read sqrt(weights_i) times the object-level one, so that test is made by the callback on the
-    object-level projected gradient max |clip(x - g) - x| (L-BFGS-B's pgtol measure).
+    ``fun(X)`` returns the per-row values and the gradient. Row i stands for ``weights[i]`` identical objects
+    (:func:`ensclust.core.lbfgsb.minimize_weighted_box`: the solve over all objects, with the object-level
+    projected-gradient test ``tol``).
     """
-    shape = x0.shape
-    w = np.ones(shape[0]) if weights is None else np.asarray(weights, dtype=np.float64)
-    r = np.broadcast_to(np.sqrt(w)[:, None], shape).ravel()
-    bounds = optimize.Bounds(np.zeros(x0.size), r)
-    last = {}
+    w = np.ones(x0.shape[0]) if weights is None else np.asarray(weights, dtype=np.float64)
 
-    def flat(z):
-        x = (z / r).reshape(shape)
+    def total(x):
         f, g = fun(x)
-        last["z"], last["pg"] = z.copy(), float(np.abs(np.clip(x - g, 0.0, 1.0) - x).max())
-        return float(np.dot(w, f)), (g * w[:, None]).ravel() / r
+        return float(np.dot(w, f)), g
 
-    def converged(z):
-        if "z" not in last or not np.array_equal(z, last["z"]):
-            flat(z)
-        if last["pg"] <= tol:
-            raise StopIteration
-
-    z0 = np.clip(x0, 0.0, 1.0).ravel() * r
-    flat(z0)
-    if last["pg"] <= tol:       # L-BFGS-B's test at the start point
-        res = optimize.OptimizeResult(x=z0, nit=0)
-    else:
-        res = optimize.minimize(flat, z0, jac=True, method="L-BFGS-B", bounds=bounds, callback=converged,
-                                options={"maxiter": max_iter, "gtol": 0.0, "ftol": 1e-15, "maxcor": 10})
-    return np.clip((res.x / r).reshape(shape), 0.0, 1.0), res
+    return minimize_weighted_box(total, x0, weights, maxiter=max_iter, pgtol=tol, maxcor=10, ftol=1e-15)
 
 
 def w_step_lipschitz(S: np.ndarray, H0: np.ndarray, A: np.ndarray, gamma: float) -> np.ndarray:
@@ -266,9 +246,8 @@ class SCCBG(ConsensusMethod):
         "max_iter": Param(20, type="int", low=1, doc="outer iterations", source="authors' SCCBG.m (maxiter = 20)"),
         "qp_solver": Param("pg", type="str", choices=("pg", "lbfgsb"),
                            doc="solver of the separable box QPs: monotone FISTA with per-row steps (pg) or one "
-                               "joint SciPy L-BFGS-B",
-                           source="ensclust choice (the code's quadprog is not available); pg avoids SciPy "
-                                  "L-BFGS-B's per-variable Python overhead (~7 s per call at n K = 8e5)"),
+                               "joint L-BFGS-B (SciPy's routine, driven by ensclust.core.lbfgsb)",
+                           source="ensclust choice (the code's quadprog is not available)"),
         "qp_iter": Param(300, type="int", low=1, doc="iterations per QP step (both solvers)",
                          source="ensclust choice (replaces quadprog's per-row trust-region iterations)"),
         "qp_tol": Param(1e-6, type="float", low=0.0, low_open=True,
