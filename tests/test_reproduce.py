@@ -3,6 +3,7 @@ estimates, the scorecard and a user's method added to a table (--with). A toy pa
 
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -93,6 +94,26 @@ def test_dry_run_from_scratch_prices_the_finished_fits_too(toy, capsys):
     assert row[1] == row[2] == row[3] and "recorded" in " ".join(row[6:])  # every fit priced, from its own record
     code, _, err = invoke_cli(capsys, "reproduce", "toy", "--from-scratch", "--results", str(results))
     assert code == 2 and "--from-scratch goes with --dry-run" in err
+
+
+def test_dry_run_marks_estimates_from_wall_time_only_records(toy, capsys):
+    """Records without a CPU time (runs from before cpu_s was recorded) price their rows as ``recorded-wall``
+    and the total says how much of it comes from them."""
+    results = toy / "results"
+    code, _, err = invoke_cli(capsys, "reproduce", "toy", "--tier", "quick", "--results", str(results), "--quiet")
+    assert code == 0, err
+    _, out, _ = invoke_cli(capsys, "reproduce", "toy", "--tier", "quick", "--dry-run", "--from-scratch",
+                           "--results", str(results))
+    assert "recorded-wall" not in out and "wall-time-only" not in out
+    timing = next(results.glob("toy_a/timing.csv"))
+    frame = pd.read_csv(timing)
+    frame["cpu_s"] = np.nan
+    frame.to_csv(timing, index=False)
+    _, out, _ = invoke_cli(capsys, "reproduce", "toy", "--tier", "quick", "--dry-run", "--from-scratch",
+                           "--results", str(results))
+    row = next(line for line in out.splitlines() if line.startswith("toy_a"))
+    assert "6 recorded-wall" in row      # the 2 other fits are the pseudo-method rows (scored, not timed)
+    assert "of it from wall-time-only records" in out.splitlines()[-1]
 
 
 def test_reproduce_assembles_the_table_with_provenance(toy, capsys):

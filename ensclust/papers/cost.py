@@ -3,7 +3,8 @@
 A pending cell's CPU time is estimated, in this order, from
 
 1. ``recorded``: the median fit time of the same row (method label) on the same data set in the same
-   results folder (``timing.csv``: other repetitions or grid points that did run);
+   results folder (``timing.csv``: other repetitions or grid points that did run); ``recorded-wall`` when
+   every such record holds only a wall time (fits from before ``cpu_s`` was recorded, see below);
 2. ``recorded-elsewhere``: the median fit time of the same method at the same n in any results folder, with
    the same parameters where such fits exist (parameters such as EC-CMS's ``ca`` change the cost tenfold);
 3. ``model``: a per-method power law ``t = a * n^b * m^c`` fitted by least squares in log space on every
@@ -18,7 +19,8 @@ same way (what rerunning everything would cost; ``reproduce --dry-run --from-scr
 
 The recorded times are CPU seconds (``cpu_s`` of timing.csv) where recorded, else the wall seconds of the
 fit (older runs; single-threaded fits on a shared 2-core machine, so wall time exceeds CPU time when the
-machine was loaded): treat the totals as +- 50 %.
+machine was loaded, and often older, slower code): treat the totals as +- 50 %, and the ``recorded-wall`` part
+as an upper bound until those fits are run again.
 """
 
 from __future__ import annotations
@@ -68,8 +70,8 @@ class ConfigEstimate:
 
 
 def _recorded_rows(results_root: Path) -> pd.DataFrame:
-    """Every recorded fit: config, dataset, method, method_name, n, m, time_s (cells.csv and timing.csv are
-    written from the same records in the same order)."""
+    """Every recorded fit: config, dataset, method, method_name, n, m, time_s, wall_only (cells.csv and
+    timing.csv are written from the same records in the same order)."""
     frames = []
     for timing_path in sorted(Path(results_root).glob("*/timing.csv")):
         cells_path = timing_path.with_name("cells.csv")
@@ -85,10 +87,11 @@ def _recorded_rows(results_root: Path) -> pd.DataFrame:
             continue
         # CPU seconds where recorded (fits since cpu_s exists), else wall seconds (about CPU for the
         # single-threaded fits, more under load)
-        seconds = timing["cpu_s"].fillna(timing["time_s"]) if "cpu_s" in timing else timing["time_s"]
-        frame = cells.assign(time_s=seconds.values, config=timing_path.parent.name)
+        cpu = timing["cpu_s"] if "cpu_s" in timing else pd.Series(np.nan, index=timing.index)
+        frame = cells.assign(time_s=cpu.fillna(timing["time_s"]).values, wall_only=cpu.isna().values,
+                             config=timing_path.parent.name)
         frames.append(frame[(frame["status"] == "ok") & (frame["rep"] >= 0) & frame["time_s"].notna()])
-    columns = ["config", "dataset", "method", "method_name", "params", "n", "m", "time_s"]
+    columns = ["config", "dataset", "method", "method_name", "params", "n", "m", "time_s", "wall_only"]
     return pd.concat(frames, ignore_index=True)[columns] if frames else pd.DataFrame(columns=columns)
 
 
@@ -112,7 +115,9 @@ class CostModel:
         roots = list(dict.fromkeys([Path(results_root), Path(reference_root)]))
         self.recorded = pd.concat([_recorded_rows(r) for r in roots], ignore_index=True)
         bench = _bench_rows(Path(reference_root) / "bench")
-        self._same_row = self.recorded.groupby(["config", "dataset", "method"])["time_s"].median().to_dict()
+        by_row = self.recorded.groupby(["config", "dataset", "method"])
+        self._same_row = by_row["time_s"].median().to_dict()
+        self._wall_only_row = by_row["wall_only"].all().to_dict()
         self._same_params = self.recorded.groupby(["method_name", "params", "n"])["time_s"].median().to_dict()
         self._same_n = self.recorded.groupby(["method_name", "n"])["time_s"].median().to_dict()
         both = pd.concat([self.recorded[["method_name", "n", "m", "time_s"]], bench], ignore_index=True)
@@ -136,7 +141,7 @@ class CostModel:
         """(seconds, source) for one pending cell."""
         t = self._same_row.get((config, dataset, method))
         if t is not None:
-            return float(t), "recorded"
+            return float(t), "recorded-wall" if self._wall_only_row[(config, dataset, method)] else "recorded"
         if n is not None:
             t = self._same_params.get((method_name, params, n), self._same_n.get((method_name, n)))
             if t is not None:
