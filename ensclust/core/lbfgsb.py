@@ -26,14 +26,11 @@ _STOP = 5                   # task code that makes setulb end (with reason 504: 
 
 @dataclass
 class BoxResult:
-    """Outcome of :func:`minimize_box`: the last accepted point, its value, the iteration and evaluation counts
-    and setulb's final task code (4: converged by its own tests, 5: stopped by maxiter or the callback)."""
+    """Outcome of :func:`minimize_box`: the last accepted point, its value and the number of iterations."""
 
     x: np.ndarray
     fun: float
     nit: int
-    nfev: int
-    task: int
 
 
 def minimize_box(fun, x0, lower, upper, *, maxiter: int, maxcor: int = 10, ftol: float = 2.2204460492503131e-09,
@@ -79,14 +76,13 @@ def minimize_box(fun, x0, lower, upper, *, maxiter: int, maxcor: int = 10, ftol:
     lsave = np.zeros(4, dtype=np.int32)
     isave = np.zeros(44, dtype=np.int32)
     dsave = np.zeros(29, dtype=np.float64)
-    nit = nfev = 0
+    nit = 0
     while True:
         _lbfgsb.setulb(maxcor, x, low_bnd, upp_bnd, nbd, f, g, factr, gtol, wa, iwa, task, lsave, isave, dsave,
                        maxls, ln_task)
         if task[0] == _FG:
             fx, gx = fun(x.copy())
             f, g = np.array(float(fx), dtype=np.float64), np.asarray(gx, dtype=np.float64).reshape(n)
-            nfev += 1
         elif task[0] == _NEW_X:
             nit += 1
             if callback is not None and callback(x):
@@ -95,7 +91,7 @@ def minimize_box(fun, x0, lower, upper, *, maxiter: int, maxcor: int = 10, ftol:
                 task[0], task[1] = _STOP, 504
         else:
             break
-    return BoxResult(x=x, fun=float(f), nit=nit, nfev=nfev, task=int(task[0]))
+    return BoxResult(x=x, fun=float(f), nit=nit)
 
 
 def minimize_weighted_box(fun, x0: np.ndarray, weights: np.ndarray | None, *, maxiter: int, pgtol: float,
@@ -128,7 +124,7 @@ def minimize_weighted_box(fun, x0: np.ndarray, weights: np.ndarray | None, *, ma
     z0 = np.clip(x0, 0.0, 1.0).ravel() * r
     flat(z0)
     if last["pg"] <= pgtol:
-        res = BoxResult(x=z0, fun=last["f"], nit=0, nfev=1, task=4)
+        res = BoxResult(x=z0, fun=last["f"], nit=0)
     else:
         res = minimize_box(flat, z0, 0.0, r, maxiter=maxiter, maxcor=maxcor, ftol=ftol, gtol=0.0,
                            callback=converged)
