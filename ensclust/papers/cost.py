@@ -37,6 +37,8 @@ from ensclust.errors import UserError
 from ensclust.experiment.plan import plan_cells
 from ensclust.experiment.store import ResultStore
 
+#: the estimate sources a dry-run line names, in this order (module docstring)
+ESTIMATE_SOURCES = ("recorded", "recorded-wall", "recorded-elsewhere", "model", "unknown")
 PSEUDO_COST_S = 0.05  # a base-clustering statistic: scoring the members, no fit
 SHARED_SOLVE_COST_S = 1.0  # a fit that reuses its partner's solve: post-processing only
 _BUILTIN_N = {"iris": 150, "wine": 178, "digits": 1797, "breast_cancer_sklearn": 569}

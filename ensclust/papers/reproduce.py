@@ -243,16 +243,14 @@ def dry_run_lines(plan: list[PlannedConfig], results_root="results", from_scratc
 
     ``from_scratch``: the estimate covers every planned fit (the "priced" column), not only the pending ones.
     """
-    from ensclust.papers.cost import format_seconds
+    from ensclust.papers.cost import ESTIMATE_SOURCES, format_seconds
 
     lines = [f"{'config':<36} {'planned':>8} {'finished':>9} {'pending':>8} {'est. CPU':>9}  estimate from"]
     if from_scratch:
         lines[0] = lines[0].replace(" pending", "  priced") + " (from scratch: every planned fit)"
     total = {"planned": 0, "finished": 0, "pending": 0, "seconds": 0.0, "unknown": 0, "wall": 0.0}
     for est in estimates(plan, results_root, from_scratch):
-        basis = ", ".join(f"{est.cells[k]} {k}" for k in ("recorded", "recorded-wall", "recorded-elsewhere", "model",
-                                                                  "unknown")
-                          if est.cells.get(k))
+        basis = ", ".join(f"{est.cells[k]} {k}" for k in ESTIMATE_SOURCES if est.cells.get(k))
         lines.append(f"{est.config:<36} {est.planned:>8} {est.finished:>9} {est.pending:>8} "
                      f"{format_seconds(est.total_s):>9}  {basis or '-'}")
         for key, value in (("planned", est.planned), ("finished", est.finished), ("pending", est.pending),
