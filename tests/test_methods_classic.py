@@ -273,6 +273,20 @@ def test_sc_recovers_separated_blobs(variant):
     assert same_partition(out, y)                                        # S1
 
 
+@pytest.mark.parametrize("variant", ["njw", "shi-malik"])
+def test_sc_random_seeding_recovers_blobs_and_default_is_kmeanspp(variant):
+    X, y = _separated_blobs()
+    dummy = np.zeros((X.shape[0], 1), dtype=int)
+    out = get_method("sc", variant=variant, init="random").fit_predict(dummy, 3, X=X, random_state=0)
+    assert same_partition(out, y)
+    # the default is k-means++ (labels of earlier results unchanged): naming it changes nothing
+    Xo = np.random.default_rng(3).normal(size=(90, 4))
+    dummy = np.zeros((90, 1), dtype=int)
+    a = get_method("sc", variant=variant, n_init=1).fit_predict(dummy, 4, X=Xo, random_state=5)
+    b = get_method("sc", variant=variant, n_init=1, init="k-means++").fit_predict(dummy, 4, X=Xo, random_state=5)
+    assert np.array_equal(a, b)
+
+
 def test_sc_graph_and_normalised_spectrum():
     X, _ = _separated_blobs(n=120, seed=2)
     X = np.vstack([X, X[:3]])  # duplicate points must not create self-loops

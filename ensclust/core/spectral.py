@@ -94,10 +94,12 @@ def discretize(V: np.ndarray, *, random_state=None, max_iter: int = 30) -> np.nd
     return relabel(labels)
 
 
-def kmeans_labels(X, n_clusters: int, *, random_state=None, n_init: int = 10, max_iter: int = 300) -> np.ndarray:
-    """k-means (k-means++ seeding) with a seed drawn from ``random_state``."""
+def kmeans_labels(X, n_clusters: int, *, random_state=None, n_init: int = 10, max_iter: int = 300,
+                  init: str = "k-means++") -> np.ndarray:
+    """k-means with a seed drawn from ``random_state``; ``init`` is k-means++ or ``"random"`` (c random rows,
+    the seeding of litekmeans and MATLAB's 'sample' start)."""
     rng = check_random_state(random_state)
-    km = KMeans(n_clusters=n_clusters, n_init=n_init, max_iter=max_iter, random_state=int_seed(rng))
+    km = KMeans(n_clusters=n_clusters, n_init=n_init, max_iter=max_iter, init=init, random_state=int_seed(rng))
     return km.fit_predict(X).astype(np.int64)
 
 

@@ -78,7 +78,8 @@ class SC(ConsensusMethod):
     2. ``variant="njw"`` (default): the c top eigenvectors of D^-1/2 W D^-1/2, rows normalised to unit length
        (Ng-Jordan-Weiss). ``variant="shi-malik"``: the generalised eigenvectors of (D - W) v = lambda D v,
        i.e. D^-1/2 times the same eigenvectors, without row normalisation.
-    3. k-means (k-means++, ``n_init = 10``) on the rows; the seed is drawn from ``random_state``.
+    3. k-means (``init = "k-means++"``, ``n_init = 10``) on the rows; the seed is drawn from ``random_state``.
+       ``init = "random"`` seeds by c random rows (litekmeans; MATLAB's 'sample' start).
 
     The members are ignored (``needs_features = True``). Sparse X (e.g. tf-idf) is accepted as is. Memory: the sparse graph has O(n k) nonzeros; the
     eigenproblem is dense below 2500 points (ensclust.core.spectral) and ARPACK above.
@@ -96,6 +97,9 @@ class SC(ConsensusMethod):
                          source="spectral_and_kmeans.md section 3 (NJW default; ACMK cites Shi & Malik)"),
         "n_init": Param(10, type="int", low=1, doc="k-means replicates on the embedding",
                         source="spectral_and_kmeans.md section 3"),
+        "init": Param("k-means++", type="str", choices=("k-means++", "random"),
+                      doc="seeding of the k-means on the embedding: k-means++ or c random rows",
+                      source="ensclust choice (scikit-learn's default); 'random' is litekmeans' start"),
     }
 
     def _fit(self, members, n_clusters, X, rng):
@@ -111,4 +115,4 @@ class SC(ConsensusMethod):
             deg = np.asarray(W.sum(axis=1)).ravel()
             V = V / np.sqrt(np.where(deg > 0, deg, 1.0))[:, None]
         self.diagnostics_ = {"kernel_width": t, "graph_edges": int(W.nnz // 2)}
-        return kmeans_labels(V, n_clusters, random_state=rng, n_init=self.n_init)
+        return kmeans_labels(V, n_clusters, random_state=rng, n_init=self.n_init, init=self.init)
