@@ -114,7 +114,11 @@ def laplacian_smallest_weighted(S: np.ndarray | None, weights: np.ndarray, n_eig
         Ls = (sparse.diags(d) - Dq @ Ssp @ Dq).tocsc()
         n = Ls.shape[0]
         comp = component_labels(Ssp)
-        lu = splu((Ls - SHIFT_INVERT_SIGMA * sparse.eye(n)).tocsc())
+        # Ls - sigma I is symmetric positive definite: SuperLU in symmetric mode (minimum degree on the pattern
+        # of A + A^T, diagonal pivots) keeps the fill of the factor 3x below the default column ordering's on
+        # TRCE's graphs (11-14 % dense at n_micro = 6719: 8.8e6 vs 2.8e7 factor entries, 3 s vs 15 s)
+        lu = splu((Ls - SHIFT_INVERT_SIGMA * sparse.eye(n)).tocsc(), permc_spec="MMD_AT_PLUS_A",
+                  diag_pivot_thresh=0.0, options={"SymmetricMode": True})
         solve = lu.solve
     else:
         # S = Q Q^T: Ls = diag(d) - U U^T with U = W^1/2 Q (n_micro x K), and by the Woodbury identity
@@ -216,7 +220,12 @@ def squared_distances(A: np.ndarray, B: np.ndarray | None = None) -> np.ndarray:
     B = A if same else B
     sa = np.einsum("ij,ij->i", A, A)
     sb = sa if same else np.einsum("ij,ij->i", B, B)
-    D = sa[:, None] + sb[None, :] - 2.0 * (A @ B.T)
+    # (sa_i + sb_j) - 2 a_i.b_j with two n x n temporaries instead of four (same operations, same rounding)
+    G = A @ B.T
+    G *= 2.0
+    D = sa[:, None] + sb[None, :]
+    D -= G
+    del G
     np.maximum(D, 0.0, out=D)
     if same:
         np.fill_diagonal(D, 0.0)

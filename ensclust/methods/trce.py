@@ -82,10 +82,12 @@ def kl_to_graph(B: np.ndarray, Y: sparse.csr_matrix, members: np.ndarray, offset
     return -np.log(s) - np.take_along_axis(summed, cols, axis=1) / s
 
 
-def solve_b_rows(C: np.ndarray, dist: np.ndarray, rho: float, *, weights: np.ndarray | None = None,
+def solve_b_rows(C, dist: np.ndarray, rho: float, *, weights: np.ndarray | None = None,
                  tol: float = 1e-13, max_iter: int = 200):
     """B-step: for every row i, theta_i > 0 with sum_{j: C_ij > 0} C_ij / (rho dist_ij + theta_i) = 1.
 
+    ``C`` is dense, or a CSR matrix with sorted indices holding exactly the positive entries (TRCE's C is a
+    product of one-hot factors: its pattern is known, so the n x n array need not be written and scanned).
     With microcluster rows and columns, ``weights`` (the microcluster sizes) multiply the terms of the sum.
 
     All rows are solved together by a safeguarded Newton iteration on 1 / phi(theta) - 1 inside the bracket
@@ -97,8 +99,13 @@ def solve_b_rows(C: np.ndarray, dist: np.ndarray, rho: float, *, weights: np.nda
     # Only the support of C enters (C_ij = 0 elsewhere and B_ij = 0 there): the sums run over its nonzeros
     # (13 % of the entries on the USPS pool), as flat arrays in row-major order.
     n = C.shape[0]
-    rows, cols = np.nonzero(C)
-    c_flat = C[rows, cols]
+    if sparse.issparse(C):
+        # row-major order of the entries, as np.nonzero gives it for the dense matrix
+        rows = np.repeat(np.arange(n), np.diff(C.indptr))
+        cols, c_flat = C.indices, C.data
+    else:
+        rows, cols = np.nonzero(C)
+        c_flat = C[rows, cols]
     cw = c_flat if weights is None else c_flat * weights[cols]
     a = rho * dist[rows, cols]
 
@@ -141,7 +148,7 @@ def solve_b_rows(C: np.ndarray, dist: np.ndarray, rho: float, *, weights: np.nda
             if conv:
                 break
         theta[active] = th
-    B = np.zeros_like(C, dtype=np.float64)
+    B = np.zeros(C.shape, dtype=np.float64)
     B[rows, cols] = c_flat / (a + theta[rows])
     return B, theta, has_root
 
@@ -227,13 +234,16 @@ class TRCE(ConsensusMethod):
         support.sort_indices()
 
         def weighted_sum(alpha):
-            # sum_k S_k / alpha_k = Y diag(1 / (alpha_k s_e)) Y^T  (block values, dense n_micro x n_micro)
+            # sum_k S_k / alpha_k = Y diag(1 / (alpha_k s_e)) Y^T (block values on the support of Y Y^T, CSR
+            # with sorted indices; every entry of the support is positive)
             col_alpha = np.repeat(alpha, np.diff(offsets))
             Yw = Ym @ sparse.diags(1.0 / (col_alpha * sizes))
-            return (Yw @ Ym.T).toarray()
+            product = (Yw @ Ym.T).tocsr()
+            product.sort_indices()
+            return product
 
         alpha = np.full(m, 1.0 / m)
-        S = weighted_sum(np.ones(m)) / m  # mean of the S_k (already symmetric)
+        S = weighted_sum(np.ones(m)).toarray() / m  # mean of the S_k (already symmetric)
         # S = Q Q^T with Q = Y diag(1 / sqrt(m s_e)): rank K, dense, so the eigen-step uses the factor
         vals, F = laplacian_smallest_weighted(None, sizes_u, c + 1,
                                               factor=Ym @ sparse.diags(1.0 / np.sqrt(m * sizes)))
@@ -264,7 +274,7 @@ class TRCE(ConsensusMethod):
             distf = squared_distances(F)
             # d. weighted sum of the base graphs, rows scaled by w_i^2
             C = weighted_sum(alpha)
-            C *= (w ** 2)[:, None]
+            C.data *= (w ** 2)[np.repeat(np.arange(C.shape[0]), np.diff(C.indptr))]
             # e. B-step
             B, _, has_root = solve_b_rows(C, distf, rho, weights=sizes_u)
             no_root_rows += int(np.sum(micro.sizes[~has_root]))
