@@ -153,16 +153,17 @@ def solve_b_rows(C, dist: np.ndarray, rho: float, *, weights: np.ndarray | None 
     return B, theta, has_root
 
 
-def project_simplex_weighted(V: np.ndarray, weights: np.ndarray, *, n_top: int = 128) -> np.ndarray:
+def project_simplex_weighted(V: np.ndarray, weights: np.ndarray, *, n_top: int = 1024) -> np.ndarray:
     """Projection of every row onto the simplex when column j stands for ``weights[j]`` equal entries.
 
     The row of the object-level matrix repeats V_uv weights[v] times; its projection is max(V - tau, 0) with
     sum_v weights[v] max(V_uv - tau_u, 0) = 1, and tau = max over the prefixes P of the row sorted in decreasing
     order of (sum_P weights V - 1) / sum_P weights (Held, Wolfe & Crowder 1974). Any prefix gives a lower bound
     of tau, so the ``n_top`` largest entries of each row (one partial selection, no n^2 log n sort) give a
-    starting tau that is usually already exact. Michelot's (1986) iteration finishes it: keep the entries
+    starting tau, exact when a row keeps fewer entries. Michelot's (1986) iteration finishes it: keep the entries
     above tau, recompute tau from them; from a lower bound, tau increases monotonically and stops when the kept
-    set no longer changes. Same result as the sort-based projection
+    set no longer changes (each step is a pass over the whole matrix; TRCE's rows on the USPS pool keep several
+    hundred of 6719 entries: n_top = 128 needed 8 passes, 1024 needs 4, 2.3 s instead of 4.3 s in all). Same result as the sort-based projection
     (:func:`ensclust.core.simplex.project_simplex`) of the expanded row, up to the order of the sums.
     """
     w = np.asarray(weights, dtype=np.float64)
