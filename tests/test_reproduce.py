@@ -407,6 +407,33 @@ def test_deviations_of_a_data_set_whose_base_row_deviates_are_put_down_to_the_po
     assert list(plain["t2"]["cause_kind"]) == ["", ""]
 
 
+def test_deviations_within_the_run_to_run_spread_are_put_down_to_it():
+    from scipy.stats import ttest_ind_from_stats
+
+    from ensclust.papers.assemble import COLUMNS, attribute_to_spread
+
+    def row(ours, ours_std, n, paper, paper_std, cause=""):
+        return dict(dict.fromkeys(COLUMNS, ""), table="t", metric="ARI", method="M", dataset="D",
+                    ours_mean=ours, ours_std=ours_std, ours_n=n, paper_mean=paper, paper_std=paper_std,
+                    diff=ours - paper, abs_diff=abs(ours - paper), status="compared", within="no", cause=cause,
+                    cause_kind="recorded" if cause else "")
+
+    frame = pd.DataFrame([row(0.427, 0.087, 20, 0.477, 0.110),      # 0.05 apart, stds ~0.1: not significant
+                          row(0.430, 0.015, 20, 0.522, 0.021),      # 0.09 apart, small stds: significant
+                          row(0.427, 0.087, 1, 0.477, 0.110),       # one run of ours: no test
+                          row(0.427, 0.087, 20, 0.477, math.nan),   # no std printed: no test
+                          row(0.427, 0.087, 20, 0.477, 0.110, cause="known"),
+                          row(0.490, 0.087, 20, 0.477, 0.110)],     # below the minimum difference
+                         columns=COLUMNS)
+    manifest = parse_manifest({"paper": "toy", "title": "toy", "tables": [], "repetitions": 20}, "toy.yaml")
+    attribute_to_spread(manifest, {"t": frame}, 0.02)
+    assert list(frame["cause_kind"]) == ["spread", "", "", "", "recorded", ""]
+    p = ttest_ind_from_stats(0.427, 0.087, 20, 0.477, 0.110, 20, equal_var=False).pvalue
+    assert p > 0.05 and f"p = {p:.2f}" in frame.loc[0, "cause"] and "over 20" in frame.loc[0, "cause"]
+    assert ttest_ind_from_stats(0.430, 0.015, 20, 0.522, 0.021, 20, equal_var=False).pvalue < 0.05
+    assert frame.loc[4, "cause"] == "known"
+
+
 def test_deviations_our_own_grid_brackets_are_put_down_to_the_setting(monkeypatch):
     """A deviation whose row, run over a parameter grid (in its source config or a sensitivity config), has
     point means bracketing the paper's value (within the tolerance) gets the setting cause; one grid point only,

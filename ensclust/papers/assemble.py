@@ -337,6 +337,49 @@ def attribute_to_pool(manifest: Manifest, frames: dict[str, pd.DataFrame]) -> No
             frame.at[idx, "cause_kind"] = "pool"
 
 
+#: two-sided p-value of Welch's t-test at or above which a deviation is within the run-to-run spread
+SPREAD_P = 0.05
+
+
+def attribute_to_spread(manifest: Manifest, frames: dict[str, pd.DataFrame], min_diff: float = 0.0) -> None:
+    """Put down to the run-to-run spread the open deviations that are not significant.
+
+    A cell compared with ``|ours - paper| > min_diff`` and no cause yet, where the paper prints a std and ours
+    has one over at least two runs, is tested by Welch's two-sample t-test from the two means and stds (the
+    paper's over ``manifest.repetitions`` runs, ours over ``ours_n``). At p >= :data:`SPREAD_P` the two means
+    are not distinguishable from the spread of the runs themselves (``cause_kind = "spread"``), whatever the
+    size of the difference; every other deviation stays open. Runs last, after the recorded, setting and pool
+    causes. Changes ``frames`` in place.
+    """
+    from scipy.stats import ttest_ind_from_stats
+
+    for frame in frames.values():
+        open_cells = ((frame["status"] == "compared") & (frame["cause"] == "")
+                      & (pd.to_numeric(frame["abs_diff"], errors="coerce") > min_diff))
+        for idx in frame.index[open_cells]:
+            row = frame.loc[idx]
+            paper_std, ours_std = _number(row["paper_std"]), _number(row["ours_std"])
+            n_ours = _number(row["ours_n"])
+            n_ours = 0 if math.isnan(n_ours) else int(n_ours)
+            if math.isnan(paper_std) or math.isnan(ours_std) or n_ours < 2 or paper_std + ours_std <= 0:
+                continue
+            test = ttest_ind_from_stats(float(row["ours_mean"]), ours_std, n_ours, float(row["paper_mean"]),
+                                        paper_std, manifest.repetitions, equal_var=False)
+            if float(test.pvalue) >= SPREAD_P:
+                frame.at[idx, "cause"] = (f"spread: not significant (Welch t-test p = {float(test.pvalue):.2f}; "
+                                          f"ours {row['ours_mean']:.3f} +- {ours_std:.3f} over {n_ours} runs, "
+                                          f"paper {row['paper_mean']:.3f} +- {paper_std:.3f} over "
+                                          f"{manifest.repetitions})")
+                frame.at[idx, "cause_kind"] = "spread"
+
+
+def _number(value) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
 def _param_dict(text: str) -> dict:
     """'gamma1=1;gamma2=0.01;...' or 'gamma1=1 [gamma2=0.01]' -> {'gamma1': 1.0, 'gamma2': 0.01} (numeric
     values only; other pieces are ignored)."""

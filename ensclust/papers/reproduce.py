@@ -24,9 +24,11 @@ from ensclust.experiment.store import ResultStore, atomic_write_text
 from ensclust.papers.assemble import (
     DEFAULT_TOLERANCE,
     POOL_DEVIATION,
+    SPREAD_P,
     assemble_table,
     attribute_to_pool,
     attribute_to_setting,
+    attribute_to_spread,
     table_latex,
     table_markdown,
 )
@@ -88,6 +90,7 @@ def assemble_paper(manifest: Manifest, results_root="results", write=True, cache
         frames[spec.table] = assemble_table(manifest, spec, results_root, cache)
     attribute_to_setting(manifest, frames, results_root, cache)
     attribute_to_pool(manifest, frames)
+    attribute_to_spread(manifest, frames, DEVIATION)
     for spec in manifest.tables:
         frame = frames[spec.table]
         if write:
@@ -165,12 +168,16 @@ def scorecard_markdown(assembled: dict[str, tuple[Manifest, dict]]) -> str:
         dev = _deviations(manifest, frames)
         if len(dev):
             kinds = dev["cause_kind"].value_counts()
-            recorded, setting, pool = (int(kinds.get(k, 0)) for k in ("recorded", "setting", "pool"))
+            recorded, setting, pool, spread = (int(kinds.get(k, 0))
+                                               for k in ("recorded", "setting", "pool", "spread"))
+            unexplained = len(dev) - recorded - setting - pool - spread
             lines += ["", f"Deviations above {DEVIATION}: {len(dev)} cells ({recorded} with a recorded cause, "
                       f"{setting} put down to the setting: our own parameter grid brackets the paper's value, "
                       f"{pool} to the pool: the {manifest.base_row or 'base'} row itself deviates by more "
-                      f"than {POOL_DEVIATION} on that data set and metric; {len(dev) - recorded - setting - pool} "
-                      f"unexplained); the {min(LARGEST_SHOWN, len(dev))} largest:", "",
+                      f"than {POOL_DEVIATION} on that data set and metric, {spread} within the run-to-run "
+                      f"spread: Welch t-test p >= {SPREAD_P} between our runs and the paper's mean ± std over its "
+                      f"{manifest.repetitions}; {unexplained} unexplained); the {min(LARGEST_SHOWN, len(dev))} "
+                      f"largest:", "",
                       "| table | metric | method | data set | ours | paper | diff | known cause |",
                       "|---|---|---|---|---|---|---|---|"]
             for r in dev.head(LARGEST_SHOWN).itertuples(index=False):
