@@ -421,13 +421,15 @@ def test_deviations_within_the_run_to_run_spread_are_put_down_to_it():
     frame = pd.DataFrame([row(0.427, 0.087, 20, 0.477, 0.110),      # 0.05 apart, stds ~0.1: not significant
                           row(0.430, 0.015, 20, 0.522, 0.021),      # 0.09 apart, small stds: significant
                           row(0.427, 0.087, 1, 0.477, 0.110),       # one run of ours: no test
-                          row(0.427, 0.087, 20, 0.477, math.nan),   # no std printed: no test
+                          row(0.427, 0.087, 20, 0.477, math.nan),   # no std printed: one-sample test, p < 0.05
                           row(0.427, 0.087, 20, 0.477, 0.110, cause="known"),
-                          row(0.490, 0.087, 20, 0.477, 0.110)],     # below the minimum difference
+                          row(0.490, 0.087, 20, 0.477, 0.110),      # below the minimum difference
+                          row(0.437, 0.087, 10, 0.477, math.nan)],  # no std printed: one-sample test, p >= 0.05
                          columns=COLUMNS)
     manifest = parse_manifest({"paper": "toy", "title": "toy", "tables": [], "repetitions": 20}, "toy.yaml")
     attribute_to_spread(manifest, {"t": frame}, 0.02)
-    assert list(frame["cause_kind"]) == ["spread", "", "", "", "recorded", ""]
+    assert list(frame["cause_kind"]) == ["spread", "", "", "", "recorded", "", "spread"]
+    assert "one-sample t-test" in frame.loc[6, "cause"] and "no std printed" in frame.loc[6, "cause"]
     p = ttest_ind_from_stats(0.427, 0.087, 20, 0.477, 0.110, 20, equal_var=False).pvalue
     assert p > 0.05 and f"p = {p:.2f}" in frame.loc[0, "cause"] and "over 20" in frame.loc[0, "cause"]
     assert ttest_ind_from_stats(0.430, 0.015, 20, 0.522, 0.021, 20, equal_var=False).pvalue < 0.05

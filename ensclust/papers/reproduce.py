@@ -175,9 +175,9 @@ def scorecard_markdown(assembled: dict[str, tuple[Manifest, dict]]) -> str:
                       f"{setting} put down to the setting: our own parameter grid brackets the paper's value, "
                       f"{pool} to the pool: the {manifest.base_row or 'base'} row itself deviates by more "
                       f"than {POOL_DEVIATION} on that data set and metric, {spread} within the run-to-run "
-                      f"spread: Welch t-test p >= {SPREAD_P} between our runs and the paper's mean ± std over its "
-                      f"{manifest.repetitions}; {unexplained} unexplained); the {min(LARGEST_SHOWN, len(dev))} "
-                      f"largest:", "",
+                      f"spread: t-test p >= {SPREAD_P} between our runs and the paper's mean ± std over its "
+                      f"{manifest.repetitions} (Welch), or its number where it prints no std (one-sample); "
+                      f"{unexplained} unexplained); the {min(LARGEST_SHOWN, len(dev))} largest:", "",
                       "| table | metric | method | data set | ours | paper | diff | known cause |",
                       "|---|---|---|---|---|---|---|---|"]
             for r in dev.head(LARGEST_SHOWN).itertuples(index=False):
