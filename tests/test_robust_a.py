@@ -146,6 +146,9 @@ def test_trce_b_step_rows_sum_to_one_and_match_brentq():
     np.fill_diagonal(dist, 0.0)
     B, theta, has_root = solve_b_rows(C, dist, rho=0.7)
     assert has_root.all()
+    # C given as CSR (its positive entries, sorted indices; TRCE's form): the same B and theta bit for bit
+    B_sp, theta_sp, _ = solve_b_rows(sparse.csr_matrix(C), dist, rho=0.7)
+    assert np.array_equal(B_sp, B) and np.array_equal(theta_sp, theta)
     np.testing.assert_allclose(B.sum(axis=1), 1.0, atol=1e-10)          # (T2)
     assert np.all(B[C == 0] == 0)
     for i in range(0, n, 6):

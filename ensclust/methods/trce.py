@@ -9,7 +9,7 @@ Base graphs. S_k = Y_k Y_k^T row-normalised: entry (i, j) is 1/|cluster of i| wh
 member k. Since both share that cluster, S_k is symmetric. The authors' code stores the n x n x m stack; here
 every quantity is derived from the sparse one-hot matrix instead:
 
-* C = sum_k S_k / alpha_k = Y diag(1 / (alpha_k s_e)) Y^T (one sparse product, dense n x n result);
+* C = sum_k S_k / alpha_k = Y diag(1 / (alpha_k s_e)) Y^T (one sparse product, kept on its support);
 * d1(i, k) = KL(S_k(i, :) || B(i, :)) = -log s_k(i) - (1 / s_k(i)) sum_{j in cluster_k(i)} log max(B_ij, eps),
   i.e. one product log(max(B, eps)) @ Y (n x K), read at each object's own clusters. (The code's outer
   ``max(ratio, eps)`` never binds because B <= 1 and 1/s >= 1/n.)
@@ -163,8 +163,9 @@ def project_simplex_weighted(V: np.ndarray, weights: np.ndarray, *, n_top: int =
     starting tau, exact when a row keeps fewer entries. Michelot's (1986) iteration finishes it: keep the entries
     above tau, recompute tau from them; from a lower bound, tau increases monotonically and stops when the kept
     set no longer changes (each step is a pass over the whole matrix; TRCE's rows on the USPS pool keep several
-    hundred of 6719 entries: n_top = 128 needed 8 passes, 1024 needs 4, 2.3 s instead of 4.3 s in all). Same result as the sort-based projection
-    (:func:`ensclust.core.simplex.project_simplex`) of the expanded row, up to the order of the sums.
+    hundred of 6719 entries: n_top = 128 needed 8 passes, 1024 needs 4, 2.3 s instead of 4.3 s in all). Same
+    result as the sort-based projection (:func:`ensclust.core.simplex.project_simplex`) of the expanded row, up
+    to the order of the sums.
     """
     w = np.asarray(weights, dtype=np.float64)
     n_rows, n_cols = V.shape
