@@ -337,7 +337,7 @@ def attribute_to_pool(manifest: Manifest, frames: dict[str, pd.DataFrame]) -> No
             frame.at[idx, "cause_kind"] = "pool"
 
 
-#: two-sided p-value of Welch's t-test at or above which a deviation is within the run-to-run spread
+#: two-sided p-value (Welch's or the one-sample t-test) at or above which a deviation is within the spread
 SPREAD_P = 0.05
 
 
@@ -360,8 +360,8 @@ def attribute_to_spread(manifest: Manifest, frames: dict[str, pd.DataFrame], min
                       & (pd.to_numeric(frame["abs_diff"], errors="coerce") > min_diff))
         for idx in frame.index[open_cells]:
             row = frame.loc[idx]
-            paper_std, ours_std = _number(row["paper_std"]), _number(row["ours_std"])
-            n_ours = _number(row["ours_n"])
+            paper_std, ours_std = paper_number(row["paper_std"]), paper_number(row["ours_std"])
+            n_ours = paper_number(row["ours_n"])
             n_ours = 0 if math.isnan(n_ours) else int(n_ours)
             ours, paper = float(row["ours_mean"]), float(row["paper_mean"])
             if math.isnan(ours_std) or n_ours < 2:
@@ -384,13 +384,6 @@ def attribute_to_spread(manifest: Manifest, frames: dict[str, pd.DataFrame], min
                 frame.at[idx, "cause"] = (f"spread: not significant ({test} p = {p:.2f}; ours {ours:.3f} +- "
                                           f"{ours_std:.3f} over {n_ours} runs, {against})")
                 frame.at[idx, "cause_kind"] = "spread"
-
-
-def _number(value) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return math.nan
 
 
 def _param_dict(text: str) -> dict:
