@@ -155,6 +155,35 @@ def test_lowrank_a_step_follows_the_dense_l_bfgs(seed, n, d, k, iters, scale):
     assert np.abs(Y - J1.powers(A1)[k]).max() < 1e-8
 
 
+
+def test_a_step_value_expansion_and_lazy_gradient():
+    """J1's value in its expanded form equals the direct Frobenius sum (Eq. 9), and L-BFGS asking for the
+    gradient at accepted points only (value / gradient protocol) takes exactly the fused evaluation's steps,
+    in float32 as the solver runs, including an instance whose line search backtracks."""
+    p = _instance(4, n=40, d=3, v=4, c=3, k=3)
+    X = p["X"] * 10.0
+    targets = [cluster_means(X, p["labels"][:, m], 3)[p["labels"][:, m]] for m in range(4)]
+    C, mu = filter_matrix(p["W"]), 1.3
+    J1 = ASubproblem(X, 3, targets, p["L1"], C, mu)
+    A = p["A"]
+    direct = (sum(np.sum((_matpow(A, 3) @ X - T) ** 2) for T in targets) + np.sum(p["L1"] * A)
+              + mu / 2 * np.sum((A - C) ** 2))
+    assert J1.value(A) == pytest.approx(direct, rel=1e-12)
+
+    def fused(x, g):  # no value / gradient attributes: every trial computes value and gradient together
+        return J1(x, g)
+
+    runs = []
+    for fun in (J1, fused):
+        A32 = p["A"].astype(np.float32)
+        J1.Lam1, J1.C = p["L1"].astype(np.float32), C.astype(np.float32)
+        runs.append((lbfgs_minimize(fun, A32, LBFGSWorkspace(A32.shape, A32.dtype, 5), max_iter=20), A32))
+    (f1, it1, ne1), A1 = runs[0]
+    (f2, it2, ne2), A2 = runs[1]
+    assert ne1 > it1 + 1  # the search backtracked
+    assert (f1, it1, ne1) == (f2, it2, ne2)
+    assert np.array_equal(A1, A2)
+
 # ---- O3 / O4 / O11: the filter -------------------------------------------------------------------------------
 def test_o3_filter_of_a_single_partition():
     W = _conn(np.array([0, 0, 1, 1]))
