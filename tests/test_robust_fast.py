@@ -140,3 +140,29 @@ def test_block_laplacian_from_low_rank_factor_equals_dense_graph():
     vals, F = laplacian_smallest_weighted(None, w, 5, factor=Q)
     np.testing.assert_allclose(vals, vals_ref, atol=1e-12)
     np.testing.assert_allclose(F @ (F.T * w), F_ref @ (F_ref.T * w), atol=1e-9)   # same eigenspace
+
+
+def test_block_laplacian_falls_back_to_dense_pairs_when_arpack_does_not_converge(monkeypatch):
+    """A repeated eigenvalue outside the null space can exhaust ARPACK's budget (CESHL on Binalpha): the
+    dense pairs next to the null space give the same eigenvalues and eigenspaces as the converged solve."""
+    from scipy.sparse.linalg import ArpackNoConvergence
+
+    import ensclust.methods._robust_graph as rg
+
+    rng = np.random.default_rng(5)
+    weights = rng.integers(1, 4, size=40).astype(float)
+    group = np.repeat([0, 1, 2], [15, 15, 10])
+    S = rng.random((40, 40)) * (rng.random((40, 40)) < 0.3) * (group[:, None] == group[None, :])
+    S = (S + S.T) / 2.0 + np.diag(rng.random(40))
+    vals_ref, F_ref = laplacian_smallest_weighted(S, weights, 6)
+
+    def no_convergence(*args, **kwargs):
+        raise ArpackNoConvergence("ARPACK error -1: No convergence", np.zeros(0), np.zeros((40, 0)))
+
+    monkeypatch.setattr(rg, "eigsh", no_convergence)
+    vals, F = laplacian_smallest_weighted(S, weights, 6)
+    np.testing.assert_allclose(vals, vals_ref, atol=1e-10)
+    for cols in (slice(0, 3), slice(3, 6)):
+        np.testing.assert_allclose((F[:, cols] * weights[:, None]) @ F[:, cols].T @ np.diag(weights),
+                                   (F_ref[:, cols] * weights[:, None]) @ F_ref[:, cols].T @ np.diag(weights),
+                                   atol=1e-9)
