@@ -146,3 +146,19 @@ def test_row_mapped_to_the_param_wins_over_a_generic_row(tmp_path, generic_first
     [comparison] = run_compare(root)
     frame = pd.read_csv(root / "comparison.csv")
     assert frame["ours_label"].tolist() == ["Best (k=1)"] and frame["ours_mean"].iloc[0] == pytest.approx(0.4)
+
+
+def test_paper_path_shown_the_same_on_every_machine(tmp_path, monkeypatch):
+    """The comparison files name a paper table by its place under ../shared/paper_tables, whatever folder
+    (ENSCLUST_PAPER_TABLES, ENSCLUST_DATA's sibling) it was found in; a table elsewhere keeps its own path."""
+    from ensclust.experiment.compare import paper_display_path
+
+    tables = tmp_path / "elsewhere" / "paper_tables"
+    (tables / "acmk").mkdir(parents=True)
+    csv = tables / "acmk" / "table2_acc.csv"
+    csv.write_text("table,metric,method,dataset,mean\n")
+    monkeypatch.setenv("ENSCLUST_PAPER_TABLES", str(tables))
+    assert paper_display_path(csv) == "../shared/paper_tables/acmk/table2_acc.csv"
+    own = tmp_path / "mine.csv"
+    own.write_text("")
+    assert paper_display_path(own) == str(own)

@@ -68,6 +68,19 @@ def resolve_paper_csv(path: str) -> Path:
                     f"{base or '../shared/paper_tables'}; set ENSCLUST_PAPER_TABLES)")
 
 
+def paper_display_path(path: Path) -> str:
+    """The paper table's path as the comparison files show it: relative to the default location
+    ``../shared/paper_tables`` when it lies in the paper tables folder found, so that the files do not change
+    with the machine or with ENSCLUST_DATA / ENSCLUST_PAPER_TABLES."""
+    base = paper_tables_dir()
+    if base is not None:
+        try:
+            return (Path("../shared/paper_tables") / Path(path).resolve().relative_to(base.resolve())).as_posix()
+        except ValueError:
+            pass
+    return str(path)
+
+
 def paper_number(text) -> float:
     """A paper cell's text as a float (NaN when empty or not a number; "+0.001" and "1,234" are read)."""
     if text is None:
@@ -258,7 +271,7 @@ def _md(value) -> str:
 
 
 def comparison_markdown(result: pd.DataFrame, paper_path, results_dir) -> str:
-    lines = [f"# Comparison: {results_dir} vs {paper_path}", "", summary_line(result), ""]
+    lines = [f"# Comparison: {results_dir} vs {paper_display_path(paper_path)}", "", summary_line(result), ""]
     cols = ["metric", "method", "dataset", "param", "paper_mean", "paper_std", "ours_mean", "ours_std", "diff",
             "within_paper_std", "status", "reason"]
     lines.append("| " + " | ".join(cols) + " |")
@@ -291,7 +304,7 @@ def comparison_index_markdown(comparisons: list[Comparison], results_dir) -> str
              "| paper table | comparison | summary |", "|---|---|---|"]
     for c in comparisons:
         csv, md = (p.name for p in c.paths)
-        lines.append(f"| {_md(str(c.paper_path))} | [{md}]({md}) ([csv]({csv})) | {_md(c.line)} |")
+        lines.append(f"| {_md(paper_display_path(c.paper_path))} | [{md}]({md}) ([csv]({csv})) | {_md(c.line)} |")
     return "\n".join(lines) + "\n"
 
 
