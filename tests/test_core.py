@@ -176,14 +176,14 @@ def test_spectral_embedding_falls_back_to_the_dense_subset_when_arpack_stalls(mo
     dense_calls = []
     real = spectral.dense_eigh
     monkeypatch.setattr(spectral, "dense_eigh", lambda *a, **kw: dense_calls.append(1) or real(*a, **kw))
-    monkeypatch.setattr(spectral, "_ARPACK_MAXITER", 2)
+    monkeypatch.setattr(spectral, "ARPACK_MAXITER", 2)
     V = spectral_embedding(W, 6, random_state=0, normalize_rows=False)
     assert dense_calls == [1]
     M = spectral.normalized_affinity(W)
     assert np.abs(M @ V - V).max() < 1e-8            # all six in the (near-)unit eigenspace
     assert np.allclose(V.T @ V, np.eye(6), atol=1e-8)
     # a well-separated spectrum converges within the real budget: ARPACK's result, no dense call
-    monkeypatch.setattr(spectral, "_ARPACK_MAXITER", 1000)
+    monkeypatch.setattr(spectral, "ARPACK_MAXITER", 1000)
     W2 = W + 0.05
     spectral_embedding(W2, 6, random_state=0, normalize_rows=False)
     assert dense_calls == [1]

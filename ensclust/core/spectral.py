@@ -21,9 +21,10 @@ from ensclust.core.labels import relabel
 from ensclust.rng import check_random_state, int_seed
 
 _DENSE_LIMIT = 2500  # below this, a dense eigendecomposition is faster and more robust than ARPACK
-#: ARPACK restarts before :func:`_top_eigvecs` takes the dense solver (a slow converging call, DREC on LS at
-#: lambda 1, needed ~410; a stalled one, at lambda 0.1, had not converged after 14000 products)
-_ARPACK_MAXITER = 1000
+#: ARPACK restarts before a caller takes the dense solver instead (a slow converging call, DREC on LS at
+#: lambda 1, needed ~410; a stalled one, at lambda 0.1, had not converged after 14000 products; ARPACK's own
+#: default is 10 n restarts, 40 min there)
+ARPACK_MAXITER = 1000
 
 
 def _inv_sqrt(deg: np.ndarray) -> np.ndarray:
@@ -51,7 +52,7 @@ def _top_eigvecs(M, k: int, rng: np.random.Generator) -> np.ndarray:
         return vecs[:, ::-1][:, :k]
     v0 = rng.standard_normal(n)
     try:
-        vals, vecs = eigsh(M, k=k, which="LA", v0=v0, maxiter=_ARPACK_MAXITER)
+        vals, vecs = eigsh(M, k=k, which="LA", v0=v0, maxiter=ARPACK_MAXITER)
     except ArpackNoConvergence:
         # Top eigenvalues equal to ~1e-9 (nearly disconnected blocks: DREC's affinity on LS at lambda 0.1) make
         # Lanczos, which separates close eigenvalues one restart at a time, stall: ARPACK's own budget of 10 n

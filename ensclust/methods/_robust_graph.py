@@ -15,6 +15,7 @@ from scipy.sparse.csgraph import connected_components
 from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh, splu
 
 from ensclust.core.labels import relabel
+from ensclust.core.spectral import ARPACK_MAXITER
 
 #: Thresholds of the rank control in the authors' codes (TRCE ``optimization.m``, CESHL ``CESHL.m``).
 RANK_TOL_LOW = 1e-9
@@ -161,11 +162,11 @@ def laplacian_smallest_weighted(S: np.ndarray | None, weights: np.ndarray, n_eig
         # fixed start vector: the result must not depend on a random state (TRCE is deterministic)
         v0 = project(np.random.default_rng(0).standard_normal(n))
         try:
-            nu, V = eigsh(op, k=k_rest, which="LA", v0=v0, tol=0.0)
+            nu, V = eigsh(op, k=k_rest, which="LA", v0=v0, tol=0.0, maxiter=ARPACK_MAXITER)
         except ArpackNoConvergence:
-            # a repeated eigenvalue outside the null space (CESHL on Binalpha, rep 1: 3 of 4 pairs after 10 n
-            # restarts), which Lanczos from one start vector resolves one restart at a time: the dense
-            # solver's exact pairs next to the null space instead (the solve's result, not a failed cell)
+            # a repeated or nearly repeated eigenvalue outside the null space (CESHL on Binalpha, rep 1: 3 of 4
+            # pairs after ARPACK's default 10 n restarts, then a failed cell), which Lanczos from one start
+            # vector separates one restart at a time: the dense solver's exact pairs next to the null space
             dense = Ls.toarray() if factor is None else Ls @ np.eye(n)
             lam, V = eigh(dense, subset_by_index=[n_comp, k - 1], check_finite=False)
             nu = 1.0 / (lam - SHIFT_INVERT_SIGMA)
