@@ -356,12 +356,6 @@ class ResultStore:
             raise UserError(f"{path}: corrupt or truncated {path.name} ({problem}); {self._rebuild_hint(path.name)}")
         return frame
 
-    def _rebuild_hint(self, name: str) -> str:
-        if self.cells_dir.is_dir():
-            return (f"delete it and run 'ensclust report {self.root}' to rebuild it from cells/, "
-                    "or rerun the experiment")
-        return f"rerun the experiment to rewrite {name} (this folder has no cells/ to rebuild it from)"
-
     def load_cells(self) -> pd.DataFrame:
         path = self.root / "cells.csv"
         if not path.exists():
