@@ -44,11 +44,15 @@ def normalized_affinity(W):
     return (W * d[:, None]) * d[None, :]
 
 
+def _dense_symmetric(M) -> np.ndarray:
+    dense = M.toarray() if sparse.issparse(M) else np.asarray(M)
+    return (dense + dense.T) / 2.0
+
+
 def _top_eigvecs(M, k: int, rng: np.random.Generator) -> np.ndarray:
     n = M.shape[0]
     if n <= _DENSE_LIMIT or k >= n - 1:
-        dense = M.toarray() if sparse.issparse(M) else np.asarray(M)
-        vals, vecs = np.linalg.eigh((dense + dense.T) / 2.0)
+        vals, vecs = np.linalg.eigh(_dense_symmetric(M))
         return vecs[:, ::-1][:, :k]
     v0 = rng.standard_normal(n)
     try:
@@ -58,8 +62,7 @@ def _top_eigvecs(M, k: int, rng: np.random.Generator) -> np.ndarray:
         # Lanczos, which separates close eigenvalues one restart at a time, stall: ARPACK's own budget of 10 n
         # restarts ran 40 min and then failed. The dense solver's top-k subset is exact and bounded (4 s at
         # n = 2773); the basis it picks inside a near-degenerate eigenspace is as arbitrary as ARPACK's.
-        dense = M.toarray() if sparse.issparse(M) else np.asarray(M)
-        vals, vecs = dense_eigh((dense + dense.T) / 2.0, subset_by_index=[n - k, n - 1])
+        vals, vecs = dense_eigh(_dense_symmetric(M), subset_by_index=[n - k, n - 1])
     order = np.argsort(vals)[::-1]
     return vecs[:, order]
 

@@ -148,11 +148,14 @@ def laplacian_smallest_weighted(S: np.ndarray | None, weights: np.ndarray, n_eig
     N /= np.linalg.norm(N, axis=0)[None, :]
     k = min(n_eig, n)
     k_rest = k - min(n_comp, k)
+
+    def dense_ls():  # Ls as a dense array, for the two dense routes below
+        return Ls.toarray() if factor is None else Ls @ np.eye(n)
+
     if k_rest == 0:
         vals, vecs = np.zeros(k), N[:, :k]
     elif k_rest >= n - n_comp - 1:  # ARPACK needs k < n - 1; a complement this small is decomposed densely
-        dense = Ls.toarray() if factor is None else Ls @ np.eye(n)
-        vals, vecs = eigh(dense, subset_by_index=[0, k - 1], check_finite=False)
+        vals, vecs = eigh(dense_ls(), subset_by_index=[0, k - 1], check_finite=False)
     else:
         def project(x):
             x = np.ravel(x)
@@ -167,8 +170,7 @@ def laplacian_smallest_weighted(S: np.ndarray | None, weights: np.ndarray, n_eig
             # a repeated or nearly repeated eigenvalue outside the null space (CESHL on Binalpha, rep 1: 3 of 4
             # pairs after ARPACK's default 10 n restarts, then a failed cell), which Lanczos from one start
             # vector separates one restart at a time: the dense solver's exact pairs next to the null space
-            dense = Ls.toarray() if factor is None else Ls @ np.eye(n)
-            lam, V = eigh(dense, subset_by_index=[n_comp, k - 1], check_finite=False)
+            lam, V = eigh(dense_ls(), subset_by_index=[n_comp, k - 1], check_finite=False)
             nu = 1.0 / (lam - SHIFT_INVERT_SIGMA)
         rest = SHIFT_INVERT_SIGMA + 1.0 / nu        # eigenvalues of Ls from those of (Ls - sigma I)^-1
         order = np.argsort(rest)
