@@ -1,5 +1,6 @@
 import numpy as np
 import pytest
+from scipy import sparse
 from scipy.cluster.hierarchy import cut_tree, fcluster, linkage
 
 from ensclust.core.coassoc import coassociation
@@ -157,33 +158,85 @@ def test_cut_below_tied_height_equals_exact_cut_without_ties():
             assert cut_below_tied_height(Z, k).tolist() == cut_exactly(Z, k).tolist()
 
 
-def test_spectral_embedding_falls_back_to_the_dense_subset_when_arpack_stalls(monkeypatch):
-    """Nearly disconnected blocks put several eigenvalues within ~1e-9 of the top one, on which ARPACK stalls
-    (DREC on LS, lambda 0.1): after its budget the dense top-k solver gives an exact basis of that eigenspace;
-    a call that converges within the budget is unchanged."""
-    import ensclust.core.spectral as spectral
-
-    rng = np.random.default_rng(0)
-    sizes = rng.integers(200, 240, size=12)
+def _near_disconnected_blocks(rng, n_blocks=12):
+    """Dense affinity of nearly disconnected blocks: its top eigenvalues lie within ~1e-9 of 1 (DREC on LS at
+    lambda 0.1), where ARPACK stalled."""
+    sizes = rng.integers(200, 240, size=n_blocks)
     n = int(sizes.sum())
-    assert n > spectral._DENSE_LIMIT
     W = np.full((n, n), 1e-12)
     start = 0
     for s in sizes:
         block = rng.uniform(0.5, 1.0, size=(s, s))
         W[start:start + s, start:start + s] = (block + block.T) / 2
         start += s
-    dense_calls = []
-    real = spectral.dense_eigh
-    monkeypatch.setattr(spectral, "dense_eigh", lambda *a, **kw: dense_calls.append(1) or real(*a, **kw))
-    monkeypatch.setattr(spectral, "ARPACK_MAXITER", 2)
-    V = spectral_embedding(W, 6, random_state=0, normalize_rows=False)
-    assert dense_calls == [1]
+    return W
+
+
+def _same_subspace(U, V, atol=1e-8):
+    # orthonormal bases of one subspace: the projections agree
+    return np.abs(U @ (U.T @ V) - V).max() < atol
+
+
+def test_dense_top_eigvecs_converge_on_a_near_degenerate_eigenspace():
+    """Dense inputs above the dense limit go to the shifted block inverse iteration: on nearly disconnected
+    blocks it returns orthonormal vectors of the (near-)unit eigenspace LAPACK's subset solver finds, and leaves the caller's random stream where drawing one start vector leaves it."""
+    from scipy.linalg import eigh
+
+    import ensclust.core.spectral as spectral
+
+    W = _near_disconnected_blocks(np.random.default_rng(0))
+    n = W.shape[0]
+    assert n > spectral._DENSE_LIMIT
+    rng = np.random.default_rng(7)
+    V = spectral.spectral_embedding(W, 6, random_state=rng, normalize_rows=False)
+    after = rng.standard_normal(3)
+    expected = np.random.default_rng(7)
+    expected.standard_normal(n)
+    assert np.array_equal(after, expected.standard_normal(3))
     M = spectral.normalized_affinity(W)
     assert np.abs(M @ V - V).max() < 1e-8            # all six in the (near-)unit eigenspace
     assert np.allclose(V.T @ V, np.eye(6), atol=1e-8)
-    # a well-separated spectrum converges within the real budget: ARPACK's result, no dense call
+    # twelve blocks: twelve eigenvalues within ~1e-9 of 1, any six of their directions are a right answer;
+    # ours lie in the span of LAPACK's twelve
+    _, exact = eigh(M, subset_by_index=[n - 12, n - 1])
+    assert _same_subspace(exact, V)
+
+
+def test_dense_top_eigvecs_match_lapack_on_a_separated_spectrum():
+    """Distinct eigenvalues: the same eigenvectors as LAPACK (up to sign) and the same values, also when the
+    spectrum reaches above 1 (not a normalised affinity: the shift moves above ARPACK's largest value)."""
+    from scipy.linalg import eigh
+
+    import ensclust.core.spectral as spectral
+
+    rng = np.random.default_rng(3)
+    n, k = 600, 5
+    Q, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    lam = np.concatenate([[0.99, 0.95, 0.9, 0.85, 0.8], rng.uniform(-0.5, 0.7, n - 5)])
+    for scale in (1.0, 3.0):                          # spectrum in [-1, 1], then up to 2.97
+        M = (Q * (scale * lam)) @ Q.T
+        vals, vecs = spectral._top_eigvecs_dense(M, k, rng.standard_normal(n))
+        ref_vals, ref = eigh(M, subset_by_index=[n - k, n - 1])
+        assert np.allclose(vals, scale * lam[:k], atol=1e-12)
+        assert np.allclose(vals, ref_vals[::-1], atol=1e-12)
+        assert np.allclose(np.abs(np.sum(vecs * ref[:, ::-1], axis=0)), 1.0, atol=1e-10)
+
+
+def test_spectral_embedding_of_a_stalling_sparse_graph_falls_back_to_the_dense_solver(monkeypatch):
+    """A sparse input whose ARPACK call exhausts its budget is densified and solved by the block iteration;
+    a sparse call that converges within the budget is ARPACK's."""
+    import ensclust.core.spectral as spectral
+
+    W = sparse.csr_matrix(_near_disconnected_blocks(np.random.default_rng(0)))
+    dense_calls = []
+    real = spectral._top_eigvecs_dense
+    monkeypatch.setattr(spectral, "_top_eigvecs_dense", lambda *a, **kw: dense_calls.append(1) or real(*a, **kw))
+    monkeypatch.setattr(spectral, "ARPACK_MAXITER", 2)
+    V = spectral.spectral_embedding(W, 6, random_state=0, normalize_rows=False)
+    assert dense_calls == [1]
+    M = spectral.normalized_affinity(W)
+    assert np.abs(M @ V - V).max() < 1e-8
     monkeypatch.setattr(spectral, "ARPACK_MAXITER", 1000)
-    W2 = W + 0.05
-    spectral_embedding(W2, 6, random_state=0, normalize_rows=False)
+    W2 = sparse.csr_matrix(W.toarray() + 0.05)
+    spectral.spectral_embedding(W2, 6, random_state=0, normalize_rows=False)
     assert dense_calls == [1]

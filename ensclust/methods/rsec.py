@@ -458,7 +458,7 @@ class RSECZ(_RSEC):
         _, V = self._solve(members, n_clusters)
         n = V.shape[0]
         if n > _DENSE_LIMIT and n_clusters < n - 1:
-            # spectral_clustering draws ARPACK's start vector from rng at this size: the same draw keeps the
-            # k-means seed (and so the labels) of the object-level route
+            # spectral_clustering draws an eigensolver start vector from rng at this size: the same draw keeps
+            # the k-means seed (and so the labels) of the object-level route
             rng.standard_normal(n)
         return kmeans_labels(_row_normalize(V), n_clusters, random_state=rng, n_init=10)
