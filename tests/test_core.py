@@ -177,18 +177,25 @@ def _same_subspace(U, V, atol=1e-8):
     return np.abs(U @ (U.T @ V) - V).max() < atol
 
 
-def test_dense_top_eigvecs_converge_on_a_near_degenerate_eigenspace():
-    """Dense inputs above the dense limit go to the shifted block inverse iteration: on nearly disconnected
-    blocks it returns orthonormal vectors of the (near-)unit eigenspace LAPACK's subset solver finds, and leaves the caller's random stream where drawing one start vector leaves it."""
+def test_dense_top_eigvecs_converge_on_a_near_degenerate_eigenspace(monkeypatch):
+    """A dense input on which Lanczos does not converge within about a Cholesky's worth of restarts goes to the
+    shifted block inverse iteration: on nearly disconnected blocks it returns orthonormal vectors of the
+    (near-)unit eigenspace LAPACK's subset solver finds, and leaves the caller's random stream where drawing
+    one start vector leaves it."""
     from scipy.linalg import eigh
 
     import ensclust.core.spectral as spectral
 
+    block_calls = []
+    real = spectral.top_eigenpairs_dense
+    monkeypatch.setattr(spectral, "top_eigenpairs_dense", lambda *a, **kw: block_calls.append(1) or real(*a, **kw))
+    monkeypatch.setattr(spectral, "ARPACK_DENSE_RESTARTS", 1)   # this small case converges in a few restarts
     W = _near_disconnected_blocks(np.random.default_rng(0))
     n = W.shape[0]
     assert n > spectral._DENSE_LIMIT
     rng = np.random.default_rng(7)
     V = spectral.spectral_embedding(W, 6, random_state=rng, normalize_rows=False)
+    assert block_calls == [1]
     after = rng.standard_normal(3)
     expected = np.random.default_rng(7)
     expected.standard_normal(n)
@@ -200,6 +207,26 @@ def test_dense_top_eigvecs_converge_on_a_near_degenerate_eigenspace():
     # ours lie in the span of LAPACK's twelve
     _, exact = eigh(M, subset_by_index=[n - 12, n - 1])
     assert _same_subspace(exact, V)
+
+
+def test_dense_top_eigvecs_keep_a_fast_lanczos_result(monkeypatch):
+    """A well separated top (a few restarts) stays ARPACK's result, bit for bit: no block solve."""
+    from scipy.sparse.linalg import eigsh
+
+    import ensclust.core.spectral as spectral
+
+    block_calls = []
+    monkeypatch.setattr(spectral, "top_eigenpairs_dense", lambda *a, **kw: block_calls.append(1))
+    rng = np.random.default_rng(1)
+    n, k = 2700, 4
+    labels = rng.integers(0, k, size=n)
+    W = np.where(labels[:, None] == labels[None, :], 1.0, 0.05) + rng.uniform(0, 0.01, (n, n))
+    W = (W + W.T) / 2
+    V = spectral._top_eigvecs(spectral.normalized_affinity(W), k, np.random.default_rng(2))
+    assert block_calls == []
+    vals, ref = eigsh(spectral.normalized_affinity(W), k=k, which="LA",
+                      v0=np.random.default_rng(2).standard_normal(n), maxiter=spectral.ARPACK_DENSE_RESTARTS)
+    assert np.array_equal(V, ref[:, np.argsort(vals)[::-1]])
 
 
 def test_dense_top_eigvecs_match_lapack_on_a_separated_spectrum():
@@ -215,7 +242,7 @@ def test_dense_top_eigvecs_match_lapack_on_a_separated_spectrum():
     lam = np.concatenate([[0.99, 0.95, 0.9, 0.85, 0.8], rng.uniform(-0.5, 0.7, n - 5)])
     for scale in (1.0, 3.0):                          # spectrum in [-1, 1], then up to 2.97
         M = (Q * (scale * lam)) @ Q.T
-        vals, vecs = spectral._top_eigvecs_dense(M, k, rng.standard_normal(n))
+        vals, vecs = spectral.top_eigenpairs_dense(M, k, rng.standard_normal(n))
         ref_vals, ref = eigh(M, subset_by_index=[n - k, n - 1])
         assert np.allclose(vals, scale * lam[:k], atol=1e-12)
         assert np.allclose(vals, ref_vals[::-1], atol=1e-12)
@@ -229,8 +256,8 @@ def test_spectral_embedding_of_a_stalling_sparse_graph_falls_back_to_the_dense_s
 
     W = sparse.csr_matrix(_near_disconnected_blocks(np.random.default_rng(0)))
     dense_calls = []
-    real = spectral._top_eigvecs_dense
-    monkeypatch.setattr(spectral, "_top_eigvecs_dense", lambda *a, **kw: dense_calls.append(1) or real(*a, **kw))
+    real = spectral.top_eigenpairs_dense
+    monkeypatch.setattr(spectral, "top_eigenpairs_dense", lambda *a, **kw: dense_calls.append(1) or real(*a, **kw))
     monkeypatch.setattr(spectral, "ARPACK_MAXITER", 2)
     V = spectral.spectral_embedding(W, 6, random_state=0, normalize_rows=False)
     assert dense_calls == [1]

@@ -286,3 +286,28 @@ def test_span_basis_falls_back_to_gesvd_when_gesdd_does_not_converge(monkeypatch
     np.testing.assert_allclose(basis.T @ basis, np.eye(9), atol=1e-12)
     np.testing.assert_allclose(basis @ (basis.T @ extra), extra, atol=1e-10)  # the extra columns lie in the span
     np.testing.assert_allclose(basis[:, :4], U)
+
+
+def test_degree_embedding_above_the_dense_limit_spans_lapacks_eigenvectors(monkeypatch):
+    """Step 5 above 2500 microclusters (the block inverse iteration, cold and warm started) gives the subspace
+    of LAPACK's top-k eigenvectors of the weighted normalisation, the same degrees, and the same H H^T."""
+    import ensclust.methods.rsec as rsec
+
+    rng = np.random.default_rng(0)
+    N, k, r = 2600, 6, 12
+    centres = rng.standard_normal((k, r))
+    P = centres[rng.integers(0, k, N)] + 0.3 * rng.standard_normal((N, r))
+    P /= np.linalg.norm(P, axis=1, keepdims=True)
+    W = (P @ P.T) ** 4
+    sizes = rng.integers(1, 4, N).astype(np.float64)
+    dinv, H, V = rsec.degree_embedding(W, k, sizes=sizes)
+    dinv_w, H_w, V_w = rsec.degree_embedding(W, k, sizes=sizes, start=V)
+    monkeypatch.setattr(rsec, "_DENSE_LIMIT", N)      # the LAPACK subset route for the same matrix
+    dinv0, H0, V0 = rsec.degree_embedding(W, k, sizes=sizes)
+    sq = np.sqrt(sizes)[:, None]
+    for d, HH, VV in ((dinv, H, V), (dinv_w, H_w, V_w)):
+        assert np.array_equal(d, dinv0)
+        U, U0 = VV * sq, V0 * sq                      # orthonormal eigenvectors of the N x N matrix
+        assert np.allclose(U.T @ U, np.eye(k), atol=1e-9)
+        assert np.abs(U0 @ (U0.T @ U) - U).max() < 1e-8
+        assert np.allclose(HH @ HH.T, H0 @ H0.T, atol=1e-10)

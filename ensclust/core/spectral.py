@@ -24,8 +24,12 @@ _DENSE_LIMIT = 2500  # below this, a dense eigendecomposition is faster and more
 #: ARPACK restarts before a sparse input is densified and handed to the dense top-k solver (a slow converging
 #: call needed ~410; ARPACK's own default is 10 n restarts, 40 min on a stalled one)
 ARPACK_MAXITER = 1000
+#: ARPACK restarts before a dense input goes to the block solver: about the cost of its Cholesky factorisation
+#: (70-145 matrix-vector products at n = 2622-10992 on one thread, ~7-13 restarts at k = 10), so that neither
+#: a fast Lanczos run nor a slow one costs more than about twice the better of the two
+ARPACK_DENSE_RESTARTS = 10
 #: the dense top-k solver's shift above the top of the spectrum, block oversampling, residual tolerance and
-#: step budget (:func:`_top_eigvecs_dense`)
+#: step budget (:func:`top_eigenpairs_dense`)
 SHIFT_ABOVE_TOP = 1e-4
 BLOCK_OVERSAMPLE = 10
 RESIDUAL_TOL = 1e-10
@@ -54,7 +58,7 @@ def _dense_symmetric(M) -> np.ndarray:
     return (dense + dense.T) / 2.0
 
 
-def _top_eigvecs_dense(M: np.ndarray, k: int, v0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def top_eigenpairs_dense(M: np.ndarray, k: int, start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The k largest eigenpairs of a dense symmetric matrix by shifted block inverse iteration.
 
     The callers' normalised affinities have their top eigenvalues packed next to 1 (DREC on the USPS pool: the
@@ -66,12 +70,18 @@ def _top_eigvecs_dense(M: np.ndarray, k: int, v0: np.ndarray) -> tuple[np.ndarra
     (sigma - lambda_k) / (sigma - lambda_{k+p+1}) per step, 2 n^2 (k + p) flops each), then Rayleigh-Ritz on M
     gives the pairs. NJW does not see the basis chosen inside a (near-)repeated eigenvalue: unit rows and
     k-means are invariant under rotations of the embedding. A spectrum that reaches sigma (M not a normalised
-    non-negative affinity) is shifted above ARPACK's largest eigenvalue instead. ``v0`` is the first start
-    vector (the caller's random draw); the others come from a fixed stream, so the result is deterministic.
-    Converged when every Ritz pair's residual |M v - lambda v| is below ``RESIDUAL_TOL``.
+    non-negative affinity) is shifted above ARPACK's largest eigenvalue instead.
+
+    ``start``: the first start vectors (n, or n x j): a random draw, or the previous solution of an iteration
+    (a warm start: with k or more columns the Ritz pairs are checked after every step, else every fifth); the
+    rest of the block comes from a fixed stream, so the result is deterministic. Converged when every Ritz
+    pair's residual |M v - lambda v| is below ``RESIDUAL_TOL``. Returns (values in decreasing order, vectors).
     """
     n = M.shape[0]
-    b = min(n, k + BLOCK_OVERSAMPLE)
+    start = np.asarray(start, dtype=M.dtype).reshape(n, -1)
+    b = max(min(n, k + BLOCK_OVERSAMPLE), start.shape[1])
+    check_every = 1 if start.shape[1] >= k else 5
+    tol = max(RESIDUAL_TOL, 1e3 * np.finfo(M.dtype).eps)  # float32 inputs: what single precision can reach
     top = 1.0
     for _ in range(2):
         A = -M
@@ -80,21 +90,22 @@ def _top_eigvecs_dense(M: np.ndarray, k: int, v0: np.ndarray) -> tuple[np.ndarra
             factor = cho_factor(A, overwrite_a=True, check_finite=False)
             break
         except np.linalg.LinAlgError:
-            top = float(eigsh(M, k=1, which="LA", v0=v0, maxiter=ARPACK_MAXITER, return_eigenvectors=False)[0])
+            top = float(eigsh(M, k=1, which="LA", v0=start[:, 0], maxiter=ARPACK_MAXITER,
+                              return_eigenvectors=False)[0])
     else:
         raise np.linalg.LinAlgError("top eigenpairs: the shifted matrix is not positive definite")
     del A
-    X = np.column_stack([v0, np.random.default_rng(0).standard_normal((n, b - 1))])
+    X = np.column_stack([start, np.random.default_rng(0).standard_normal((n, b - start.shape[1])).astype(M.dtype)])
     X, _ = np.linalg.qr(X)
     for step in range(1, MAX_BLOCK_STEPS + 1):
         X, _ = np.linalg.qr(cho_solve(factor, X, check_finite=False))
-        if step % 5 and step < MAX_BLOCK_STEPS:
-            continue  # a Rayleigh-Ritz check costs one more product with M: every fifth step
+        if step % check_every and step < MAX_BLOCK_STEPS:
+            continue  # a Rayleigh-Ritz check costs one more product with M
         MX = M @ X
         vals, R = np.linalg.eigh(X.T @ MX)
         vals, R = vals[::-1][:k], R[:, ::-1][:, :k]
         vecs = X @ R
-        if np.linalg.norm(MX @ R - vecs * vals, axis=0).max() <= RESIDUAL_TOL:
+        if np.linalg.norm(MX @ R - vecs * vals, axis=0).max() <= tol:
             break
     return vals, vecs
 
@@ -104,17 +115,18 @@ def _top_eigvecs(M, k: int, rng: np.random.Generator) -> np.ndarray:
     if n <= _DENSE_LIMIT or k >= n - 1:
         vals, vecs = np.linalg.eigh(_dense_symmetric(M))
         return vecs[:, ::-1][:, :k]
-    v0 = rng.standard_normal(n)  # drawn for every route: the caller's stream (its k-means) does not depend on it
-    if not sparse.issparse(M):
-        # symmetric up to the rounding of the product that made it; the factorisation reads one triangle
-        vals, vecs = _top_eigvecs_dense(np.asarray(M), k, v0)
-    else:
-        try:
-            vals, vecs = eigsh(M, k=k, which="LA", v0=v0, maxiter=ARPACK_MAXITER)
-        except ArpackNoConvergence:
-            # a sparse graph with nearly disconnected blocks (top eigenvalues within ~1e-9): Lanczos stalls, the
-            # dense block solver converges on the eigenspace
-            vals, vecs = _top_eigvecs_dense(_dense_symmetric(M), k, v0)
+    v0 = rng.standard_normal(n)
+    # Lanczos first (a well separated top, e.g. a co-association at n = 10992, converges in a few restarts),
+    # then the block solver; a dense input gets about one Cholesky factorisation's worth of restarts, a sparse
+    # one (cheap products, a dense n^2 copy to avoid) many more
+    restarts = ARPACK_MAXITER if sparse.issparse(M) else ARPACK_DENSE_RESTARTS
+    try:
+        vals, vecs = eigsh(M, k=k, which="LA", v0=v0, maxiter=restarts)
+    except ArpackNoConvergence:
+        # top eigenvalues packed next to 1 (DREC's affinities; within ~1e-9 on LS at lambda 0.1, where Lanczos
+        # stalls): the block solver converges on the whole eigenspace
+        dense = np.asarray(M) if not sparse.issparse(M) else _dense_symmetric(M)
+        vals, vecs = top_eigenpairs_dense(dense, k, v0)
     order = np.argsort(vals)[::-1]
     return vecs[:, order]
 

@@ -56,7 +56,7 @@ import numpy as np
 from scipy import linalg
 
 from ensclust.core.microclusters import compute_microclusters
-from ensclust.core.spectral import _DENSE_LIMIT, _row_normalize, kmeans_labels
+from ensclust.core.spectral import _DENSE_LIMIT, _row_normalize, kmeans_labels, top_eigenpairs_dense
 from ensclust.methods import register
 from ensclust.methods.base import ConsensusMethod, Param
 
@@ -199,7 +199,7 @@ def lrr_affinity(W0: np.ndarray | None, *, rel_tol: float = 1e-4, power: int = 4
     return W**power
 
 
-def degree_embedding(W: np.ndarray, k: int, sizes: np.ndarray | None = None):
+def degree_embedding(W: np.ndarray, k: int, sizes: np.ndarray | None = None, start: np.ndarray | None = None):
     """Step 5 on microclusters: d^-1/2, H = D^-1/2 V and V = the top-k eigenvectors of D^-1/2 W D^-1/2.
 
     ``W`` is the affinity between microclusters; microcluster a stands for ``sizes[a]`` identical objects, so
@@ -208,6 +208,12 @@ def degree_embedding(W: np.ndarray, k: int, sizes: np.ndarray | None = None):
     diag(sqrt(sizes)) D^-1/2 W D^-1/2 diag(sqrt(sizes)), whose eigenvectors divided by sqrt(sizes) are the rows
     of the object eigenvectors (unit norm over the n objects). Returns (d^-1/2, H, V) at microcluster level
     (one row per microcluster); ``sizes=None`` means all ones (the object-level step).
+
+    Above ``_DENSE_LIMIT`` microclusters the eigenvectors come from the shifted block inverse iteration of
+    :func:`ensclust.core.spectral.top_eigenpairs_dense` (the top eigenvalues of the normalised (P P^T)^4 are
+    packed next to 1: LAPACK's subset solver reduces the whole matrix to tridiagonal form every iteration),
+    warm-started from ``start``, the previous ALM iteration's V: the ALM only needs the subspace (H H^T and
+    k-means on H do not see the basis inside it), and it moves little between iterations.
     """
     n = W.shape[0]
     w = np.ones(n, dtype=W.dtype) if sizes is None else np.asarray(sizes, dtype=W.dtype)
@@ -220,8 +226,13 @@ def degree_embedding(W: np.ndarray, k: int, sizes: np.ndarray | None = None):
     L = W * g[:, None] * g[None, :]
     L = (L + L.T) / 2.0
     k = min(k, n)
-    _, V = linalg.eigh(L, subset_by_index=[n - k, n - 1], check_finite=False)
-    V = V[:, ::-1] / sq[:, None]
+    if n > _DENSE_LIMIT and k < n - 1:
+        first = np.random.default_rng(0).standard_normal(n) if start is None else start * sq[:, None]
+        _, V = top_eigenpairs_dense(L, k, first)
+    else:
+        _, V = linalg.eigh(L, subset_by_index=[n - k, n - 1], check_finite=False)
+        V = V[:, ::-1]
+    V = V / sq[:, None]
     # sign convention (largest-magnitude entry positive) so the output does not depend on LAPACK's choice
     signs = np.sign(V[np.argmax(np.abs(V), axis=0), np.arange(V.shape[1])])
     signs[signs == 0] = 1.0
@@ -329,7 +340,7 @@ def rsec_solve(members: np.ndarray, k: int, *, lambda1: float, lambda2: float, r
         W = (lrr_affinity(W0, row_scale=inv_sq) if eig is None
              else lrr_affinity(None, row_scale=inv_sq, eig=eig[0], eig_basis=eig[1]))
         del W0, eig
-        dinv, Hc, Vc = degree_embedding(W, k, sizes=w)
+        dinv, Hc, Vc = degree_embedding(W, k, sizes=w, start=Vc)
         Hc, Vc = Hc.astype(dtype), Vc.astype(dtype)
         Ht = sq.astype(dtype)[:, None] * Hc
         Hs = (sq * dinv).astype(dtype)[:, None] * Hc
