@@ -35,6 +35,8 @@ from ensclust.papers.assemble import (
 from ensclust.papers.manifest import Manifest, available_papers, load_manifest
 
 LARGEST_SHOWN = 12
+#: the cause kinds assemble.py attributes (a deviation of any other kind, i.e. none, is unexplained)
+EXPLAINED_KINDS = ("recorded", "setting", "pool", "spread")
 DEVIATION = 0.05
 
 
@@ -168,9 +170,9 @@ def scorecard_markdown(assembled: dict[str, tuple[Manifest, dict]]) -> str:
         dev = _deviations(manifest, frames)
         if len(dev):
             kinds = dev["cause_kind"].value_counts()
-            recorded, setting, pool, spread = (int(kinds.get(k, 0))
-                                               for k in ("recorded", "setting", "pool", "spread"))
-            unexplained = len(dev) - recorded - setting - pool - spread
+            recorded, setting, pool, spread = (int(kinds.get(k, 0)) for k in EXPLAINED_KINDS)
+            open_cells = dev[~dev["cause_kind"].isin(EXPLAINED_KINDS)]
+            unexplained = len(open_cells)
             lines += ["", f"Deviations above {DEVIATION}: {len(dev)} cells ({recorded} with a recorded cause, "
                       f"{setting} put down to the setting: our own parameter grid brackets the paper's value, "
                       f"{pool} to the pool: the {manifest.base_row or 'base'} row itself deviates by more "
@@ -184,8 +186,7 @@ def scorecard_markdown(assembled: dict[str, tuple[Manifest, dict]]) -> str:
                 cause = str(r.cause).replace("|", "/") or "not yet explained"
                 lines.append(f"| {r.table} | {r.metric} | {r.method} | {r.dataset} | {r.ours_mean:.4f} | "
                              f"{r.paper_mean:.4f} | {r.diff:+.4f} | {cause} |")
-            open_cells = dev[~dev["cause_kind"].isin(("recorded", "setting", "pool", "spread"))]
-            if len(open_cells):
+            if unexplained:
                 # the to-do list of the fidelity work: every deviation without a cause, not only the largest
                 lines += ["", f"Not yet explained ({len(open_cells)}):", "",
                           "| table | metric | method | data set | ours | paper | diff | source |",
