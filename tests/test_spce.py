@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from scipy import sparse
 from scipy.sparse.csgraph import connected_components
 
 from ensclust.methods import get_method
@@ -10,6 +11,7 @@ from ensclust.methods._spce_reference import s_update
 from ensclust.methods._spce_spectrum import Embedding, smallest_eigenpairs
 from ensclust.methods.spce import (
     alpha_update,
+    expand_blocks,
     lambda_schedule,
     member_losses,
     self_paced_weights,
@@ -357,7 +359,8 @@ def test_matches_dense_reference(seed, variant):
         d = method.diagnostics_
         assert same_partition(labels, ref_labels)
         assert d["rho"] == ref_rhos and d["inner_iterations"] == ref_iters
-        assert np.allclose(method.consensus_matrix_.toarray(), ref_S, atol=1e-9)
+        S = expand_blocks(method.consensus_matrix_, method.microcluster_assignment_).toarray()
+        assert np.allclose(S, ref_S, atol=1e-9)
         assert np.allclose(d["objective"], ref_objs, rtol=1e-8, atol=1e-6)
 
 
@@ -545,6 +548,10 @@ def test_dense_block_laplacian_eigenpairs_bitwise():
         L, _ = _block_laplacian(S_sym, block)
         sub = S_sym if block is None else S_sym[block][:, block]
         assert np.array_equal(_dense_laplacian(sub).view(np.int64), L.toarray().view(np.int64))   # +0.0 zeros
+        sizes = rng.integers(1, 4, sub.shape[0]).astype(float)   # rows standing for groups of points
+        Lw, deg = _block_laplacian(S_sym, block, sizes)
+        assert np.array_equal(_dense_laplacian(sub, deg, np.sqrt(sizes)).view(np.int64),
+                              Lw.toarray().view(np.int64))
         ref_vals, ref_vecs = scipy.linalg.eigh(L.toarray(), subset_by_index=[1, 4])
         assert np.array_equal(vals, ref_vals) and np.array_equal(vecs, ref_vecs)
 
@@ -572,5 +579,49 @@ def test_lowrank_laplacian_matches_sparse_coassociation():
         F = B if idx is None else B[idx]
         Xs = X if idx is None else X[idx]
         expected = (sparse.diags(deg) - sub) @ Xs
-        assert np.allclose(_lowrank_laplacian(F, deg, 1.0 / m) @ Xs, expected, rtol=1e-12, atol=1e-12)
-        assert np.allclose(_lowrank_laplacian(F, deg, 1.0 / m) @ Xs[:, 0], expected[:, 0], rtol=1e-12, atol=1e-12)
+        ones = np.ones(F.shape[0])
+        assert np.allclose(_lowrank_laplacian(F, deg, 1.0 / m, ones) @ Xs, expected, rtol=1e-12, atol=1e-12)
+        assert np.allclose(_lowrank_laplacian(F, deg, 1.0 / m, ones) @ Xs[:, 0], expected[:, 0], rtol=1e-12,
+                           atol=1e-12)
+        # rows standing for groups of points: the group matrix diag(d) - N^1/2 S N^1/2 with d = S sizes
+        sizes = np.random.default_rng(1).integers(1, 5, F.shape[0]).astype(float)
+        dw = sub @ sizes
+        sq = sparse.diags(np.sqrt(sizes))
+        expected = (sparse.diags(dw) - sq @ sub @ sq) @ Xs
+        assert np.allclose(_lowrank_laplacian(F, dw, 1.0 / m, sizes) @ Xs, expected, rtol=1e-12, atol=1e-12)
+
+
+def _expand_groups(S_groups, sizes):
+    """The point matrix of a group matrix: S[a[p], a[q]] between groups, 1 inside a group, 0 diagonal."""
+    a = np.repeat(np.arange(sizes.shape[0]), sizes.astype(int))
+    S = S_groups[np.ix_(a, a)]
+    S[a[:, None] == a[None, :]] = 1.0
+    np.fill_diagonal(S, 0.0)
+    return S, a
+
+
+@pytest.mark.parametrize("rank_test", ["eigen", "dense"])
+def test_group_spectrum_matches_point_spectrum(rank_test):
+    """Rows standing for groups of points: the eigenvalues and the pair distances of the group spectrum are
+    those of the expanded point Laplacian, including within-group eigenpairs (group 0 hangs on weak edges, so
+    its two within-group eigenvectors, eigenvalue 3 + d_0, are among the c smallest and enter Y)."""
+    rng = np.random.default_rng(21)
+    s, c = 30, 5
+    sizes = rng.integers(1, 4, s).astype(float)
+    sizes[0] = 3.0
+    A = np.triu(rng.uniform(0.5, 1.0, (s, s)) * (rng.random((s, s)) < 0.6), 1)
+    A[0, 1:] = 1e-3 * (A[0, 1:] > 0) + 1e-3 * (A[0, 1:] == 0) * (np.arange(1, s) == 1)
+    S_groups = A + A.T
+    S_points, a = _expand_groups(S_groups, sizes)
+    L = np.diag(S_points.sum(axis=1)) - S_points
+    vals, vecs = np.linalg.eigh(L)
+    assert np.sum(np.isclose(vals[:c], 3.0 + S_groups[0] @ sizes)) == 2       # the setup: within pairs in Y
+    spec = smallest_eigenpairs(sparse.csr_matrix(np.triu(S_groups, 1)), c, rank_test=rank_test, sizes=sizes)
+    assert np.allclose(spec.values, vals[:c + 1], atol=1e-9)
+    assert spec.embedding.within is not None and spec.embedding.within[0] == pytest.approx(2.0 / 3.0)
+    Y = vecs[:, :c]
+    rows, cols = np.triu_indices(s, 1)
+    E_points = np.sum((Y[:, None, :] - Y[None, :, :]) ** 2, axis=2)
+    first = np.searchsorted(a, np.arange(s))                                   # one point of each group
+    assert np.allclose(spec.embedding.sqdist(rows, cols), E_points[first[rows], first[cols]], atol=1e-9)
+    assert spec.trace == pytest.approx(np.sum(vals[:c]), abs=1e-9)

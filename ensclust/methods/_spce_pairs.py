@@ -10,6 +10,11 @@ patterns than pairs, so
 * the per-member sums of the alpha-update (eq. 21) are a ``bincount`` over the patterns.
 
 Memory is O(#pairs with count > 0) instead of the O(m n^2) of the authors' code.
+
+The rows of the table may stand for groups of points (``sizes``): SPCE runs on microclusters (points with
+identical label rows), and a pair of groups (u, v) then stands for sizes[u] * sizes[v] point pairs with the same
+pattern (``pair_weight``); the pairs inside a group all have count m (Omega-ones, S fixed at 1) and are only
+counted (``n_ones_objects``).
 """
 
 from __future__ import annotations
@@ -39,8 +44,12 @@ class PairTable:
     patterns : bool (U, m), patterns[u, i] = True when member i puts the pairs of pattern u together;
         numbered in increasing order of the bit mask (bit i = member i agrees).
 
+    sizes : float (n,), the number of points each row stands for (1 when the rows are points).
+
     Derived on construction: ``patterns_f`` / ``patterns_tf`` (float copies for G = patterns @ (1/alpha) and
-    the per-member sums) and ``ones_upper`` (CSR of the Omega-ones, value 1).
+    the per-member sums), ``ones_upper`` (CSR of the Omega-ones, value 1), ``pair_weight`` (float (F,), the
+    point pairs each free pair stands for), ``n_objects``, ``n_free_objects`` and ``n_ones_objects`` (point
+    and point-pair counts, the Omega-ones inside the groups included).
     """
 
     n: int
@@ -51,8 +60,15 @@ class PairTable:
     one_cols: np.ndarray
     pattern: np.ndarray
     patterns: np.ndarray
+    sizes: np.ndarray | None = None
 
     def __post_init__(self):
+        self.sizes = np.ones(self.n) if self.sizes is None else np.asarray(self.sizes, dtype=np.float64)
+        self.pair_weight = self.sizes[self.free_rows] * self.sizes[self.free_cols]
+        self.n_objects = int(self.sizes.sum())
+        self.n_free_objects = float(self.pair_weight.sum())
+        inside = float(np.sum(self.sizes * (self.sizes - 1.0))) / 2.0
+        self.n_ones_objects = float(np.dot(self.sizes[self.one_rows], self.sizes[self.one_cols])) + inside
         self.patterns_f = self.patterns.astype(np.float64)
         self.patterns_tf = self.patterns.T.astype(np.float64)
         ones = sparse.coo_matrix((np.ones(self.n_ones), (self.one_rows, self.one_cols)), shape=(self.n, self.n))
@@ -154,8 +170,9 @@ def _agreement_patterns(members: np.ndarray, rows: np.ndarray, cols: np.ndarray,
     return inverse.ravel().astype(np.int32), patterns
 
 
-def build_pair_table(members: np.ndarray) -> PairTable:
-    """The :class:`PairTable` of a relabelled n x m label matrix."""
+def build_pair_table(members: np.ndarray, sizes: np.ndarray | None = None) -> PairTable:
+    """The :class:`PairTable` of a relabelled n x m label matrix; ``sizes``: the points each row stands for
+    (microclusters, whose rows are distinct), None for points."""
     n, m = members.shape
     if m <= BIT_MASK_MAX_M:   # pairs and their agreement bit masks from one product
         rows, cols, keys = _upper_pairs(members, bit_masks=True)
@@ -172,4 +189,4 @@ def build_pair_table(members: np.ndarray) -> PairTable:
     del is_one, keys, rows, cols
     pattern, patterns = _agreement_patterns(members, free_rows, free_cols, keys=free_keys)
     return PairTable(n=n, m=m, free_rows=free_rows, free_cols=free_cols, one_rows=one_rows, one_cols=one_cols,
-                     pattern=pattern, patterns=patterns)
+                     pattern=pattern, patterns=patterns, sizes=sizes)

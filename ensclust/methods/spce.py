@@ -14,6 +14,12 @@ Registry names: ``spce`` (the method), ``spce-w`` (W fixed to 1, the paper's "SP
 
 How the fit is organised (spec section 6):
 
+* The fit runs on the microclusters of the ensemble (points with identical label rows): S, W, G and Y are
+  constant on their blocks (the pairs inside one are Omega-ones, S = 1), so every pair of microclusters
+  stands for sizes_u sizes_v point pairs, and the sums over pairs and points carry those weights. This is the
+  point-level algorithm, not an approximation (the spectrum's within-microcluster eigenpairs are known in
+  closed form, see :mod:`ensclust.methods._spce_spectrum`); Tdt2's 9394 points are 1647 microclusters under
+  20 K-means members, so the pair arrays and the eigenproblems shrink accordingly.
 * :mod:`ensclust.methods._spce_pairs` keeps only the pairs with a positive co-association count and, for each
   free pair, its agreement pattern (which members put it together); G = sum_i S^(i)/alpha_i and the
   alpha-update sums are products over the distinct patterns. No n x n x m stack is built.
@@ -34,7 +40,8 @@ import numpy as np
 from scipy import sparse
 from scipy.sparse.csgraph import connected_components
 
-from ensclust.core.labels import cluster_counts, one_hot
+from ensclust.core.labels import cluster_counts, one_hot, relabel
+from ensclust.core.microclusters import compute_microclusters
 from ensclust.core.spectral import kmeans_labels, spectral_clustering
 from ensclust.errors import UserError
 from ensclust.methods import register
@@ -84,8 +91,9 @@ class _Stage:
         self.sqrt_gamma_over_w = np.sqrt(gamma) / W         # sqrt(tau) sqrt(a) of eq. (17)
         # sum of W^2 over the free pairs that member i puts together (the alpha-update losses, eq. 21)
         self.same_w = member_weight_sums(table, self.W2)
-        # sum_pq W_pq over all n^2 entries: W = 1 on the Omega pairs and the diagonal
-        self.sum_w = (table.n * table.n - 2 * table.n_free) + 2.0 * float(W.sum())
+        # sum_pq W_pq over all n^2 point pairs: W = 1 on the Omega pairs and the diagonal
+        n = table.n_objects
+        self.sum_w = (n * n - 2.0 * table.n_free_objects) + 2.0 * float(np.dot(W, table.pair_weight))
 
     def s_update(self, work: _Workspace, table: PairTable, Y: Embedding, g: np.ndarray, a: float,
                  rho: float) -> np.ndarray:
@@ -115,7 +123,8 @@ class _SPCEBase(ConsensusMethod):
     randomized = False          # deterministic unless a fallback with k-means is used
     # 1: LOBPCG's result is checked for missed eigenpairs (points with identical label rows) and re-solved
     # when one is found (results/bench/spce_eig_s8); no label changed in the 26 audited fits
-    revision = 1
+    # 2: the fit runs on microclusters (same algorithm, other floating-point order; results/bench/spce_s15)
+    revision = 2
     params = {
         "theta": Param(0.5, low=0.0, high=1.0, high_open=True,
                        doc="l0 threshold; gamma = m^2 theta^2 (eq. 25); theta = 0 switches the l0 term off",
@@ -177,10 +186,10 @@ class _SPCEBase(ConsensusMethod):
         S_upper = upper_matrix(table, S_free, nonzero)
         k, comp = connected_components(S_upper, directed=False)
         if k > c and self.rank_test != "dense":   # more than c components: Y is made of indicators
-            return indicator_spectrum(comp.astype(np.int32), k, c, self.rank_test)
+            return indicator_spectrum(comp.astype(np.int32), k, c, self.rank_test, table.sizes)
         return smallest_eigenpairs(S_upper, c, rank_test=self.rank_test, previous=previous,
                                    dense_limit=self.dense_limit, tol=self.eig_tol, maxiter=self.eig_maxiter,
-                                   components=(k, comp), factor=factor)
+                                   components=(k, comp), factor=factor, sizes=table.sizes)
 
     def _weights(self, S_free, g, pattern, a, lam, shat_free):
         """W of eq. (13) on the free pairs: B = sum_i (S - S^(i))^2 / alpha_i = a S^2 - 2 S G + G, G = g[pattern]."""
@@ -214,7 +223,10 @@ class _SPCEBase(ConsensusMethod):
         n, m = members.shape
         c = n_clusters
         gamma = m * m * self.theta ** 2                  # eq. (25)
-        table = build_pair_table(members)
+        micro = compute_microclusters(members)
+        members = micro.members                          # one row per microcluster from here on
+        table = build_pair_table(members, sizes=micro.sizes)
+        n_rows = table.n
         shat_free = table.pattern_counts()[table.pattern] / m
         work = _Workspace(shat_free.copy())              # S <- S_hat (Sec. III-E)
         alpha = np.full(m, 1.0 / m)
@@ -226,21 +238,23 @@ class _SPCEBase(ConsensusMethod):
         # S_hat = B B^T / m is low rank (eq. 2): LOBPCG multiplies by B and B^T (O(n m) per vector) instead of
         # by the sparse S_hat, whose nonzeros can approach n^2 (every pair that one member puts together).
         factor = None
-        if n > self.dense_limit:
+        if n_rows > self.dense_limit:
             B = one_hot(members)
             mix = B @ np.random.default_rng(0).standard_normal((int(cluster_counts(members).sum()), c + 1))
             factor = (B, 1.0 / m)
         else:
-            mix = np.zeros((n, 0))
-        start = Embedding(comp=np.zeros(n, dtype=np.int32), weight=np.zeros(n), extra=mix)
+            mix = np.zeros((n_rows, 0))
+        start = Embedding(comp=np.zeros(n_rows, dtype=np.int32), weight=np.zeros(n_rows), extra=mix)
         nonzero = np.arange(table.n_free)
         spec = self._spectrum(table, work.S, nonzero, c, start, factor=factor)
         del factor
         lobpcg_calls, lobpcg_not_converged = spec.lobpcg_calls, spec.lobpcg_not_converged
         Y = spec.embedding
         W = None
-        diag = {"variant": self.variant, "gamma": gamma, "n_pairs": table.n_pairs, "n_free_pairs": table.n_free,
-                "n_fixed_one_pairs": table.n_ones, "n_patterns": int(table.patterns.shape[0]),
+        diag = {"variant": self.variant, "gamma": gamma, "n_micro": n_rows,
+                "n_pairs": int(table.n_free_objects + table.n_ones_objects),
+                "n_free_pairs": int(table.n_free_objects), "n_fixed_one_pairs": int(table.n_ones_objects),
+                "n_patterns": int(table.patterns.shape[0]),
                 "n_components_initial": spec.n_components, "lambda": [], "inner_iterations": [],
                 "rho": [], "branch": [], "n_components_trace": [], "objective": [], "objective_no_rank": [],
                 "objective_eq6": [], "stage_of_iteration": [], "exit_test_passed": []}
@@ -265,7 +279,7 @@ class _SPCEBase(ConsensusMethod):
                 lobpcg_not_converged += spec.lobpcg_not_converged
                 losses = stage.member_losses(work, table, nonzero)
                 alpha = alpha_update(losses, self.alpha_floor)                     # eq. (21)
-                nnz = n + 2 * nonzero.shape[0] + 2 * table.n_ones
+                nnz = n + 2.0 * float(table.pair_weight[nonzero].sum()) + 2.0 * table.n_ones_objects
                 data_term = float(np.sum(losses / alpha))
                 no_rank = data_term - lam * stage.sum_w + gamma * nnz
                 diag["objective_no_rank"].append(no_rank)
@@ -299,7 +313,7 @@ class _SPCEBase(ConsensusMethod):
             diag["inner_iterations"].append(it + 1)
             diag["exit_test_passed"].append(passed)
 
-        labels = spec.labels
+        labels = relabel(spec.labels[micro.assignment])
         k = spec.n_components
         S_upper = upper_matrix(table, work.S, nonzero)
         diag.update({
@@ -308,20 +322,31 @@ class _SPCEBase(ConsensusMethod):
             "fallback_needed": bool(k != c), "fallback_applied": False,
             "lobpcg_calls": lobpcg_calls, "lobpcg_not_converged": lobpcg_not_converged,
         })
+        # the learned graph as block values: points p, q have S[a[p], a[q]], a = microcluster_assignment_
+        # (the diagonal 1 is also the value inside a microcluster); expand_blocks gives the point matrix
+        self.consensus_matrix_ = (S_upper + S_upper.T + sparse.identity(n_rows, format="csr")).tocsr()
+        self.microcluster_assignment_ = micro.assignment
         if k != c and self.fallback != "none":
-            labels = self._fallback_labels(S_upper, Y, c, n, rng)
+            labels = self._fallback_labels(Y, c, rng)
             diag["fallback_applied"] = True
             diag["fallback"] = self.fallback
         self.diagnostics_ = diag
         self.n_iter_ = diag["n_iter"]
-        self.consensus_matrix_ = (S_upper + S_upper.T + sparse.identity(n, format="csr")).tocsr()
         return labels
 
-    def _fallback_labels(self, S_upper, Y: Embedding, c, n, rng):
+    def _fallback_labels(self, Y: Embedding, c, rng):
+        """k-means on the point rows of Y's block-constant part, or spectral clustering of the point matrix S."""
+        assignment = self.microcluster_assignment_
         if self.fallback == "kmeans-y":
-            return kmeans_labels(dense_embedding(Y, c), c, random_state=rng)
-        affinity = (S_upper + S_upper.T + sparse.identity(n, format="csr")).tocsr()
-        return spectral_clustering(affinity, c, random_state=rng)
+            return kmeans_labels(dense_embedding(Y, c)[assignment], c, random_state=rng)
+        return spectral_clustering(expand_blocks(self.consensus_matrix_, assignment), c, random_state=rng)
+
+
+def expand_blocks(blocks: sparse.csr_matrix, assignment: np.ndarray) -> sparse.csr_matrix:
+    """The point matrix whose (p, q) entry is ``blocks[assignment[p], assignment[q]]`` (CSR)."""
+    E = sparse.csr_matrix((np.ones(assignment.shape[0]), (np.arange(assignment.shape[0]), assignment)),
+                          shape=(assignment.shape[0], blocks.shape[0]))
+    return (E @ blocks @ E.T).tocsr()
 
 
 def upper_matrix(table: PairTable, S_free: np.ndarray, nonzero: np.ndarray) -> sparse.csr_matrix:
@@ -342,8 +367,8 @@ def upper_matrix(table: PairTable, S_free: np.ndarray, nonzero: np.ndarray) -> s
 
 
 def member_weight_sums(table: PairTable, W2: np.ndarray) -> np.ndarray:
-    """sum over the free pairs that member i puts together of W^2 (fixed within a stage)."""
-    per_pattern = np.bincount(table.pattern, weights=W2, minlength=table.patterns.shape[0])
+    """sum over the free point pairs that member i puts together of W^2 (fixed within a stage)."""
+    per_pattern = np.bincount(table.pattern, weights=W2 * table.pair_weight, minlength=table.patterns.shape[0])
     return table.patterns_tf @ per_pattern
 
 
@@ -352,7 +377,8 @@ def member_losses(table: PairTable, W2: np.ndarray, S_free: np.ndarray, same_w=N
     """loss_i = ||(S - S^(i)) . W||_F^2 for every member (eq. 21), from the free pairs only.
 
     Omega pairs contribute nothing (there S = S^(i) for every i). For binary S^(i) and the symmetric pair
-    (p, q) counted twice: loss_i = 2 [sum W^2 S^2 - 2 sum_{same_i} W^2 S + sum_{same_i} W^2] (spec 6).
+    (p, q) counted twice: loss_i = 2 [sum W^2 S^2 - 2 sum_{same_i} W^2 S + sum_{same_i} W^2] (spec 6), every
+    free pair weighted by the point pairs it stands for (``table.pair_weight``).
     ``same_w``: :func:`member_weight_sums` when the caller has it; ``nonzero``: increasing indices of the
     pairs with S != 0 (the per-pattern sums then skip the zero terms: adding +0.0 changes no partial sum,
     so the result is the same); ``ws``: W^2 S when the caller keeps it.
@@ -363,6 +389,7 @@ def member_losses(table: PairTable, W2: np.ndarray, S_free: np.ndarray, same_w=N
         same_w = member_weight_sums(table, W2)
     if ws is None:
         ws = W2 * S_free
+    ws = ws * table.pair_weight
     total = float(np.dot(ws, S_free))
     if nonzero is None:
         per_pattern_ws = np.bincount(table.pattern, weights=ws, minlength=table.patterns.shape[0])
