@@ -625,3 +625,11 @@ def test_group_spectrum_matches_point_spectrum(rank_test):
     first = np.searchsorted(a, np.arange(s))                                   # one point of each group
     assert np.allclose(spec.embedding.sqdist(rows, cols), E_points[first[rows], first[cols]], atol=1e-9)
     assert spec.trace == pytest.approx(np.sum(vals[:c]), abs=1e-9)
+    assert spec.within_partial == 0
+    # a cut through the two-dimensional within-group eigenspace is counted (its distances are the average)
+    within_value = 3.0 + S_groups[0] @ sizes
+    cuts = [cc for cc in range(2, 12) if np.sum(np.isclose(vals[:cc], within_value)) == 1]
+    assert cuts
+    for cc in cuts:
+        part = smallest_eigenpairs(sparse.csr_matrix(np.triu(S_groups, 1)), cc, rank_test=rank_test, sizes=sizes)
+        assert part.within_partial == 1 and part.embedding.within[0] == pytest.approx(1.0 / 3.0)

@@ -111,11 +111,13 @@ class Spectrum:
     Attributes: ``embedding`` (Y, an :class:`Embedding`), ``n_components``, ``values`` (the c+1 smallest
     eigenvalues, None when not computed), ``labels`` (connected-component labels of S != 0), ``trace``
     (tr(Y^T L Y) = sum of the eigenvalues of the columns of Y), ``lobpcg_calls`` (iterative solves behind
-    this spectrum) and ``lobpcg_not_converged`` (of which stopped above the tolerance).
+    this spectrum), ``lobpcg_not_converged`` (of which stopped above the tolerance) and ``within_partial``
+    (groups whose degenerate within-group eigenspace is only partly among the chosen eigenvectors: their
+    distances are the group average, see the module docstring).
     """
 
     def __init__(self, embedding: Embedding, n_components: int, values: np.ndarray | None, labels: np.ndarray,
-                 trace: float = 0.0, lobpcg_calls: int = 0, lobpcg_not_converged: int = 0):
+                 trace: float = 0.0, lobpcg_calls: int = 0, lobpcg_not_converged: int = 0, within_partial: int = 0):
         self.embedding = embedding
         self.n_components = n_components
         self.values = values
@@ -123,6 +125,7 @@ class Spectrum:
         self.trace = trace
         self.lobpcg_calls = lobpcg_calls
         self.lobpcg_not_converged = lobpcg_not_converged
+        self.within_partial = within_partial
 
 
 def _indicator_embedding(comp: np.ndarray, sizes: np.ndarray, c: int, n: int) -> Embedding:
@@ -331,12 +334,14 @@ def _within_group_candidates(deg: np.ndarray, sizes: np.ndarray | None, comp: np
     return out
 
 
-def _chosen_within(chosen: list, sizes: np.ndarray | None, n: int) -> np.ndarray | None:
-    """Embedding.within from the chosen candidates: t_u / sizes_u for the t_u within-group vectors of u."""
+def _chosen_within(chosen: list, sizes: np.ndarray | None, n: int) -> tuple[np.ndarray | None, int]:
+    """Embedding.within from the chosen candidates (t_u / sizes_u for the t_u within-group vectors of u) and
+    the number of groups with 0 < t_u < sizes_u - 1 (a partly chosen eigenspace)."""
     groups = [item[3] for item in chosen if item[2] == 1]
     if not groups:
-        return None
-    return np.bincount(groups, minlength=n) / sizes
+        return None, 0
+    counts = np.bincount(groups, minlength=n)
+    return counts / sizes, int(np.sum((counts > 0) & (counts < sizes - 1)))
 
 
 def smallest_eigenpairs(S_upper: sparse.csr_matrix, c: int, *, rank_test: str = "eigen", previous=None,
@@ -380,10 +385,10 @@ def smallest_eigenpairs(S_upper: sparse.csr_matrix, c: int, *, rank_test: str = 
         candidates.sort(key=lambda item: (item[0], item[2]))
         chosen = candidates[:c]
         extra = np.column_stack([item[3] for item in chosen if item[2] == 0] or [np.zeros(n)])
-        emb = Embedding(comp=np.arange(n), weight=np.zeros(n), extra=extra,
-                        within=_chosen_within(chosen, sizes, n))
+        within, partial = _chosen_within(chosen, sizes, n)
+        emb = Embedding(comp=np.arange(n), weight=np.zeros(n), extra=extra, within=within)
         values = np.array([item[0] for item in candidates[:c + 1]])
-        return Spectrum(emb, int(k), values, comp, float(np.sum(values[:c])))
+        return Spectrum(emb, int(k), values, comp, float(np.sum(values[:c])), within_partial=partial)
 
     if k > c:
         return indicator_spectrum(comp, k, c, rank_test, sizes)
@@ -423,7 +428,7 @@ def smallest_eigenpairs(S_upper: sparse.csr_matrix, c: int, *, rank_test: str = 
         else:
             extra[order[starts[j]:starts[j + 1]], t] = vec
     emb.extra = extra
-    emb.within = _chosen_within(chosen, sizes, n)
+    emb.within, partial = _chosen_within(chosen, sizes, n)
     values = None
     if rank_test == "eigen":
         nonzero = [item[0] for item in candidates[:n_values]]
@@ -432,4 +437,4 @@ def smallest_eigenpairs(S_upper: sparse.csr_matrix, c: int, *, rank_test: str = 
     trace = float(sum(item[0] for item in chosen))
     return Spectrum(emb, int(k), values, comp, trace,
                     lobpcg_calls=sum(s is not None for s in solvers),
-                    lobpcg_not_converged=solvers.count("lobpcg-not-converged"))
+                    lobpcg_not_converged=solvers.count("lobpcg-not-converged"), within_partial=partial)

@@ -249,6 +249,7 @@ class _SPCEBase(ConsensusMethod):
         spec = self._spectrum(table, work.S, nonzero, c, start, factor=factor)
         del factor
         lobpcg_calls, lobpcg_not_converged = spec.lobpcg_calls, spec.lobpcg_not_converged
+        within_partial = spec.within_partial
         Y = spec.embedding
         W = None
         diag = {"variant": self.variant, "gamma": gamma, "n_micro": n_rows,
@@ -277,6 +278,7 @@ class _SPCEBase(ConsensusMethod):
                 spec = self._spectrum(table, work.S, nonzero, c, Y_old)           # eq. (18)
                 lobpcg_calls += spec.lobpcg_calls
                 lobpcg_not_converged += spec.lobpcg_not_converged
+                within_partial += spec.within_partial
                 losses = stage.member_losses(work, table, nonzero)
                 alpha = alpha_update(losses, self.alpha_floor)                     # eq. (21)
                 nnz = n + 2.0 * float(table.pair_weight[nonzero].sum()) + 2.0 * table.n_ones_objects
@@ -321,6 +323,7 @@ class _SPCEBase(ConsensusMethod):
             "n_iter": int(sum(diag["inner_iterations"])), "alpha": alpha.tolist(), "rho_final": rho,
             "fallback_needed": bool(k != c), "fallback_applied": False,
             "lobpcg_calls": lobpcg_calls, "lobpcg_not_converged": lobpcg_not_converged,
+            "within_group_partial": within_partial,
         })
         # the learned graph as block values: points p, q have S[a[p], a[q]], a = microcluster_assignment_
         # (the diagonal 1 is also the value inside a microcluster); expand_blocks gives the point matrix
