@@ -20,6 +20,15 @@ def relabel(labels) -> np.ndarray:
     return inv.astype(np.int64)
 
 
+def relabel_first_appearance(labels) -> np.ndarray:
+    """Map any label vector to consecutive ints 0..k-1 numbered in order of first appearance (as
+    ``scipy.sparse.csgraph.connected_components`` numbers the components of a point graph)."""
+    _, first, inverse = np.unique(np.asarray(labels).ravel(), return_index=True, return_inverse=True)
+    rank = np.empty(first.size, dtype=np.int64)
+    rank[np.argsort(first)] = np.arange(first.size)
+    return rank[inverse.ravel()]
+
+
 #: The one representation of a missing entry inside ensclust: after :func:`check_members` a point that member q
 #: did not label holds -1 in column q (scikit-learn's noise label, ClusterEnsembles' NaN). Every shared block
 #: (:func:`one_hot`, :mod:`ensclust.core.coassoc`, :mod:`ensclust.core.lwca`, :mod:`ensclust.core.microclusters`)

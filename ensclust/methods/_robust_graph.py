@@ -14,7 +14,7 @@ from scipy.linalg import cho_factor, cho_solve, eigh
 from scipy.sparse.csgraph import connected_components
 from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh, splu
 
-from ensclust.core.labels import relabel
+from ensclust.core.labels import relabel, relabel_first_appearance
 from ensclust.core.spectral import ARPACK_MAXITER
 
 #: Thresholds of the rank control in the authors' codes (TRCE ``optimization.m``, CESHL ``CESHL.m``).
@@ -62,10 +62,7 @@ def micro_bipartite_component_labels(S, assignment: np.ndarray) -> np.ndarray:
     empty = ~np.asarray((sparse.csr_matrix(S) != 0).sum(axis=1)).ravel().astype(bool)
     lone = empty[assignment]
     labels[lone] = micro.size + np.arange(int(lone.sum()))
-    _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
-    rank = np.empty(first.size, dtype=np.int64)
-    rank[np.argsort(first)] = np.arange(first.size)
-    return rank[inverse.ravel()]
+    return relabel_first_appearance(labels)
 
 
 def laplacian_smallest(L: np.ndarray, n_eig: int) -> tuple[np.ndarray, np.ndarray]:

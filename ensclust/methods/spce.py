@@ -40,7 +40,7 @@ import numpy as np
 from scipy import sparse
 from scipy.sparse.csgraph import connected_components
 
-from ensclust.core.labels import cluster_counts, one_hot, relabel
+from ensclust.core.labels import cluster_counts, one_hot, relabel_first_appearance
 from ensclust.core.microclusters import compute_microclusters
 from ensclust.core.spectral import kmeans_labels, spectral_clustering
 from ensclust.errors import UserError
@@ -315,7 +315,8 @@ class _SPCEBase(ConsensusMethod):
             diag["inner_iterations"].append(it + 1)
             diag["exit_test_passed"].append(passed)
 
-        labels = relabel(spec.labels[micro.assignment])
+        # numbered in order of first appearance over the points, as connected_components of the point graph
+        labels = relabel_first_appearance(spec.labels[micro.assignment])
         k = spec.n_components
         S_upper = upper_matrix(table, work.S, nonzero)
         diag.update({

@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import sparse
 
-from ensclust.core.labels import cluster_offsets, one_hot, relabel
+from ensclust.core.labels import cluster_offsets, one_hot, relabel_first_appearance
 from ensclust.core.microclusters import compute_microclusters
 from ensclust.methods import register
 from ensclust.methods._robust_graph import (
@@ -335,7 +335,4 @@ def _object_components(S: np.ndarray, micro) -> np.ndarray:
     if lone.size:
         obj[lone] = micro_labels.max() + 1 + np.arange(lone.size)
     # number the components in order of their first object, as connected_components on the object graph does
-    _, first = np.unique(obj, return_index=True)
-    rank = np.empty(first.size, dtype=np.int64)
-    rank[np.argsort(first)] = np.arange(first.size)
-    return rank[relabel(obj)]
+    return relabel_first_appearance(obj)
