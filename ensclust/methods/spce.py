@@ -154,7 +154,7 @@ class _SPCEBase(ConsensusMethod):
                               "kmeans-y (k-means on the rows of Y) or spectral-s (spectral clustering of S)",
                           source="spec AMBIGUITY A6 (a deviation from the paper, flagged in diagnostics)"),
         "dense_limit": Param(2000, type="int", low=2,
-                             doc="components up to this size use a dense eigh; larger ones LOBPCG",
+                             doc="components of up to this many microclusters use a dense eigh; larger ones LOBPCG",
                              source="ensclust choice (speed)"),
         "eig_tol": Param(1e-8, low=0.0, low_open=True, doc="LOBPCG residual tolerance",
                          source="ensclust choice"),
