@@ -78,6 +78,25 @@ def test_pvalue_kinds():
     assert 0 < pvalue(a, {0: 1.5, 1: 1.9, 2: 3.4}, "welch") < 1
 
 
+def test_pvalue_rounding_level_differences():
+    """Differences that are constant up to the last bits (the same score computed twice) are constant: no
+    t statistic of rounding noise, no SciPy precision warning (the case met in the committed EC-CMS cells)."""
+    import warnings
+
+    import numpy as np
+
+    x = {0: 0.45091694, 1: 0.45199569, 2: 0.45091694}
+    y = {r: v - 0.0377562 for r, v in x.items()}
+    y[1] = float(np.nextafter(y[1], 1.0))               # one ulp: the differences agree up to rounding only
+    assert len({x[r] - y[r] for r in x}) > 1
+    noise = {r: v + (2e-17 if r == 1 else 0.0) for r, v in x.items()}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert pvalue(x, y) == 0.0                      # consistently better
+        assert pvalue(x, {r: v * (1 + 1e-15) for r, v in x.items()}) == 1.0    # equal up to rounding
+        assert pvalue(x, noise) == 1.0
+
+
 def test_latex_structure():
     cfg, cells = constructed()
     tex = latex_document(build_tables(cfg, cells), 3)

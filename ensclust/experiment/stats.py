@@ -19,7 +19,10 @@ def pvalue(a: dict, b: dict, kind: str = "paired") -> float:
     repetitions both methods finished (they share ensembles, so the pairing is by repetition);
     ``student`` / ``welch`` use ``ttest_ind`` with equal / unequal variances on all values. Identical
     samples (zero variance of the differences and zero mean difference) give p = 1; fewer than two values
-    give NaN (no test).
+    give NaN (no test). Differences are "constant" up to rounding (a spread of at most
+    :data:`ROUNDING_TOL` times the scores' magnitude): the same score computed from different partitions
+    can differ in its last bits, and a t statistic of rounding noise is meaningless (SciPy warns of
+    catastrophic cancellation there).
     """
     if kind == "paired":
         reps = sorted(set(a) & set(b))
@@ -28,17 +31,27 @@ def pvalue(a: dict, b: dict, kind: str = "paired") -> float:
         x = np.array([a[r] for r in reps], dtype=float)
         y = np.array([b[r] for r in reps], dtype=float)
         d = x - y
-        if np.all(d == d[0]):
+        tol = _rounding_tol(x, y)
+        if np.ptp(d) <= tol:
             # constant difference: zero -> no evidence; non-zero -> perfectly consistent difference
-            return 1.0 if d[0] == 0 else 0.0
+            return 1.0 if abs(float(np.mean(d))) <= tol else 0.0
         return float(stats.ttest_rel(x, y).pvalue)
     x = np.array(list(a.values()), dtype=float)
     y = np.array(list(b.values()), dtype=float)
     if x.size < 2 or y.size < 2:
         return math.nan
-    if np.ptp(x) == 0 and np.ptp(y) == 0:
-        return 1.0 if x[0] == y[0] else 0.0
+    tol = _rounding_tol(x, y)
+    if np.ptp(x) <= tol and np.ptp(y) <= tol:
+        return 1.0 if abs(float(np.mean(x) - np.mean(y))) <= tol else 0.0
     return float(stats.ttest_ind(x, y, equal_var=(kind == "student")).pvalue)
+
+
+#: Relative size of a difference of scores that is rounding, not a difference (see :func:`pvalue`).
+ROUNDING_TOL = 1e-12
+
+
+def _rounding_tol(x: np.ndarray, y: np.ndarray) -> float:
+    return ROUNDING_TOL * max(1.0, float(np.max(np.abs(x))), float(np.max(np.abs(y))))
 
 
 # ---------------------------------------------------------------------------------------------------------
