@@ -399,6 +399,29 @@ def test_committed_cells_csv_is_reused_without_cell_files(tmp_path, cache):
     assert len(list((root / "cells").glob("*.json"))) == len(plan_cells(cfg))  # stored as cell files now
 
 
+def test_each_fit_records_its_numerical_environment(tmp_path, cache):
+    """timing.csv names each fitted cell's environment id; environment.json says what the id stands for (BLAS
+    kernels and threads, versions, CPU), also after a clone restored the cells from the committed CSV files."""
+    from ensclust.experiment.environment import current_environment
+
+    root = run(make_config("env", "test-interrupt"), tmp_path, cache, blas_threads=1)
+    timing = pd.read_csv(root / "timing.csv")
+    fitted = timing["method"] == "EAC"
+    env_id, description = current_environment(1)
+    assert (timing.loc[fitted, "env"] == env_id).all() and timing.loc[~fitted, "env"].isna().all()
+    environments = json.loads((root / "environment.json").read_text())
+    assert environments == {env_id: description}
+    assert description["blas_threads"] == 1 and description["blas"] and description["numpy"] == np.__version__
+    assert current_environment(2)[0] != env_id  # the thread count is part of the environment
+    _drop_cell_files(root)
+    run(make_config("env", "test-interrupt"), tmp_path, cache, force=False)
+    assert json.loads((root / "environment.json").read_text()) == {env_id: description}
+    assert (pd.read_csv(root / "timing.csv")["env"] == timing["env"]).sum() == fitted.sum()
+    (root / "environment.json").write_text("[1, 2")
+    with pytest.raises(UserError, match="corrupt or truncated environment.json"):
+        run(make_config("env", "test-interrupt"), tmp_path, cache)
+
+
 def test_committed_cells_are_not_reused_when_the_plan_changed(tmp_path, cache):
     root = run(make_config("p", "test-interrupt"), tmp_path, cache)
     _drop_cell_files(root)

@@ -46,6 +46,7 @@ from ensclust.core.cache import SolveCache
 from ensclust.core.labels import MISSING_LABEL
 from ensclust.errors import UserError
 from ensclust.experiment.config import ExperimentConfig
+from ensclust.experiment.environment import current_environment
 from ensclust.experiment.executors import make_executor
 from ensclust.experiment.plan import plan_cells  # noqa: F401  (re-exported: callers import it from here)
 from ensclust.experiment.store import ResultStore
@@ -290,6 +291,7 @@ def run_cell(ctx: DatasetContext, cell: dict) -> dict:
         converged = diag.get("converged")
         record["converged"] = None if converged is None else bool(converged)
         record["labels_sha256"] = labels_sha256(labels)
+        record["env"], record["environment"] = current_environment(ctx.blas_threads)
         record["metrics"] = {k: float(v) for k, v in evaluate(ctx.y, labels, ctx.metrics, ctx.nmi_average).items()}
         record["metrics"].update({k: FIT_METRICS[k](method) for k in ctx.metrics if k in FIT_METRICS})
     except KeyboardInterrupt:

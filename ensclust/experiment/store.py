@@ -13,7 +13,10 @@ Layout::
                       deterministic: same config + seed -> byte-identical file (no timings in it);
                       rebuilt from cells/*.json by ``ensclust report`` / ``compare`` when missing or older
                       than the newest cell file (a run killed with SIGKILL never wrote it)
-    timing.csv        wall time, CPU time and peak memory per cell (not deterministic, hence a separate file)
+    timing.csv        wall time, CPU time, peak memory and environment id per cell (not deterministic, hence a
+                      separate file)
+    environment.json  what each environment id of timing.csv stands for: library versions, BLAS kernels and
+                      threads, CPU (see ensclust.experiment.environment)
     table_<metric>.csv / tables.md / tables.tex   the reports
 
 Every file is written to a temporary name in the same folder and moved into place with ``os.replace``,
@@ -37,7 +40,7 @@ from ensclust.experiment.plan import plan_cells
 
 CELL_COLUMNS = ["dataset", "method", "method_name", "point", "params", "rep", "seed", "status",
                 "labels_sha256", "n", "m", "n_clusters", "n_clusters_found", "n_iter", "converged"]
-TIMING_COLUMNS = ["dataset", "method", "point", "rep", "time_s", "cpu_s", "peak_mem_mb", "mem_method"]
+TIMING_COLUMNS = ["dataset", "method", "point", "rep", "time_s", "cpu_s", "peak_mem_mb", "mem_method", "env"]
 
 
 def atomic_write_text(path, text: str) -> None:
@@ -288,6 +291,7 @@ class ResultStore:
             record["cpu_s"] = _parse_scalar(t.get("cpu_s", ""))  # absent in files written before it existed
             record["peak_mem_mb"] = _parse_scalar(t.get("peak_mem_mb", ""))
             record["mem_method"] = t.get("mem_method") or None
+            record["env"] = t.get("env") or None  # absent in files written before it existed
             records[cell_filename(key[0], key[1], key[2], key[3])] = record
         return records
 
@@ -298,7 +302,22 @@ class ResultStore:
         atomic_write_text(self.root / "cells.csv", cells.to_csv(index=False, lineterminator="\n"))
         timing = pd.DataFrame([{k: r.get(k) for k in TIMING_COLUMNS} for r in records], columns=TIMING_COLUMNS)
         atomic_write_text(self.root / "timing.csv", timing.to_csv(index=False, lineterminator="\n"))
+        self._write_environments(records)
         return cells
+
+    def _write_environments(self, records: list[dict]) -> None:
+        """``environment.json``: the description of every environment id the records name (from the cell
+        records, else from the existing file: cells restored from a committed timing.csv carry the id only)."""
+        path = self.root / "environment.json"
+        known = self._read_state("environment.json", dict, lambda v: isinstance(v, dict),
+                                 "an object of environment descriptions",
+                                 "delete it (it only describes the env ids of timing.csv) and rerun")
+        ids = {r.get("env") for r in records} - {None}
+        found = {r["env"]: r["environment"] for r in records if r.get("env") and r.get("environment")}
+        environments = {i: found.get(i, known.get(i)) for i in sorted(ids)}
+        environments = {i: e for i, e in environments.items() if e is not None}
+        if environments != known:
+            atomic_write_text(path, json.dumps(environments, indent=2, sort_keys=True) + "\n")
 
     def aggregates_stale(self) -> bool:
         """True when cells.csv is missing or older than the newest cell JSON (e.g. after ``kill -9``).
