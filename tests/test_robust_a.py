@@ -156,6 +156,14 @@ def test_trce_b_step_rows_sum_to_one_and_match_brentq():
         ref = optimize.brentq(lambda t, ci=ci, di=di: np.sum(ci / (0.7 * di + t)) - 1.0,
                               np.finfo(float).eps, 1e4, xtol=1e-14)
         assert abs(theta[i] - ref) <= 1e-9 * max(1.0, ref)
+    # rows are solved independently: rows that converge early leave the working set, and each row's theta is
+    # the one it gets when solved alone (rows scaled so that their Newton runs take different numbers of steps)
+    scaled = C * rng.choice([1e-2, 1.0, 30.0], size=(n, 1))
+    joint = solve_b_rows(sparse.csr_matrix(scaled), dist, rho=0.7)
+    for i in range(n):
+        alone = solve_b_rows(sparse.csr_matrix(scaled[i:i + 1]), dist[i:i + 1], rho=0.7)
+        assert alone[2][0] == joint[2][i] and alone[1][0] == joint[1][i]
+        assert np.array_equal(alone[0][0], joint[0][i])
     # no root in [eps, 1e4] (all weights tiny, no zero distance): theta = eps as the spec says
     C2 = np.full((3, 3), 1e-3)
     d2 = np.ones((3, 3))
