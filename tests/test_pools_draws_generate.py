@@ -155,6 +155,17 @@ def test_generate_needs_dataset():
         get_pool(None, {"source": "generate", "k": "c", "size": 3}, seed=0)
 
 
+def test_pool_spec_seed_is_another_draw(blobs):
+    """``seed`` in the pool spec replaces the caller's seed (the config's): the same pool as that seed gives,
+    another one than the default; a pool file has no seed."""
+    spec = {"source": "generate", "k": "c", "size": 4}
+    drawn = get_pool(blobs, {**spec, "seed": 7}, seed=0, cache_dir=None)
+    assert np.array_equal(drawn.members, get_pool(blobs, spec, seed=7, cache_dir=None).members)
+    assert not np.array_equal(drawn.members, get_pool(blobs, spec, seed=0, cache_dir=None).members)
+    with pytest.raises(UserError, match="seed applies to generated pools"):
+        get_pool(None, {"source": "file", "file": "x.mat", "seed": 1}, seed=0)
+
+
 def test_gaussian_kernel_closed_form():
     from ensclust.pools.generate import gaussian_kernel
 

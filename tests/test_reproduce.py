@@ -565,3 +565,47 @@ def test_scorecard_lists_every_deviation_without_a_cause():
     listed = [line.split("|")[3].strip() for line in open_part.splitlines() if line.startswith("| t2")]
     assert listed == expected                                             # the smallest ones too
     assert "toy_config" in open_part and "Small" not in text              # below 0.05: not a deviation
+
+
+def test_deviations_other_draws_of_the_generated_pool_bracket_are_put_down_to_the_pool_draw(monkeypatch):
+    """A deviation on a generated pool gets the pool-draw cause when the row, rerun with the same protocol on
+    other draws (pool seed) of the same data reading and pool spec, has means bracketing the paper's value;
+    another pool spec, another row protocol or a value outside the range leave it open."""
+    from ensclust.experiment.config import load_config_text
+    from ensclust.papers import assemble
+    from ensclust.papers.assemble import COLUMNS, attribute_to_pool_draw
+    from ensclust.papers.manifest import parse_manifest
+
+    head = "seed: 0\npool: {source: generate, k: c, size: 10}\nensemble: {mode: random, size: 5, repetitions: 3}\n"
+    rows = ("methods:\n  - {name: eccms, label: ECCMS}\n"
+            "  - {name: drec, label: DREC, grid: {lambda: [1, 10]}, tuning: oracle-best-mean}\n")
+    main = load_config_text("name: main\n" + head + "datasets:\n  - {name: iris, label: A}\n" + rows, "main.yaml")
+    draws = load_config_text(
+        "name: draws\n" + head + "datasets:\n  - {name: iris, label: A1, pool: {seed: 1}}\n"
+        "  - {name: iris, label: A2, pool: {seed: 2}}\n  - {name: iris, label: A9, pool: {seed: 9, size: 50}}\n"
+        "methods:\n  - {name: eccms, label: ECCMS}\n  - {name: drec, label: DREC, grid: {lambda: [1]}}\n",
+        "draws.yaml")
+    configs = {"main": main, "draws": draws}
+    monkeypatch.setattr(assemble, "load_experiment",
+                        lambda root, name, cache=None: (configs[name], None, None, None) if name in configs else None)
+    means = pd.DataFrame({"dataset": ["A1", "A2", "A9", "A1", "A2"], "method": ["ECCMS"] * 3 + ["DREC"] * 2,
+                          "params": ["{}"] * 3 + ['{"lambda":1.0}'] * 2, "ari": [0.35, 0.46, 0.60, 0.1, 0.9],
+                          "runs": [3] * 5})
+    monkeypatch.setattr(assemble, "_point_means", lambda root, config, cache: means if config == "draws" else None)
+
+    def row(label, paper, ours):
+        return dict(dict.fromkeys(COLUMNS, ""), table="t2", metric="ARI", method=label, dataset="A",
+                    ours_dataset="A", ours_label=label, source="main", paper_mean=paper, ours_mean=ours,
+                    diff=ours - paper, abs_diff=abs(ours - paper), tolerance=0.02, within="no", status="compared")
+
+    frame = pd.DataFrame([row("ECCMS", 0.45, 0.30),    # draws 0.30 (the table's), 0.35, 0.46: bracketed
+                          row("ECCMS", 0.50, 0.30),    # above 0.46 + 0.02 (A9 is another pool spec: not a draw)
+                          row("DREC", 0.50, 0.30)],    # the draws config runs DREC with another grid
+                         columns=COLUMNS)
+    manifest = parse_manifest({"paper": "toy", "title": "toy", "tables": [], "pool_draws": ["draws"]}, "toy.yaml")
+    attribute_to_pool_draw(manifest, {"t2": frame})
+    assert list(frame["cause_kind"]) == ["pool draw", "", ""]
+    assert frame.loc[1, "reason"] == "not the pool draw: over 3 draws ours ranges 0.300..0.460"
+    assert "over 3 draws of the generated pool (the table's and 2 more, draws) our mean ranges 0.300..0.460" \
+        in frame.loc[0, "cause"]
+    assert manifest.configs("full") == ["draws"]

@@ -219,6 +219,8 @@ def validate_pool(v: _Validator, spec: dict, path) -> dict:
         out["size"] = v.integer(out["size"], path + ("size",), low=1)
     if "first" in out and out["first"] is not None:
         out["first"] = v.integer(out["first"], path + ("first",), low=1)
+    if "seed" in out:  # another draw of a generated pool (default: the config's seed)
+        out["seed"] = v.integer(out["seed"], path + ("seed",), low=0)
     if "k" in out:
         k = out["k"]
         if isinstance(k, str):

@@ -25,6 +25,9 @@ One YAML file per paper in ``ensclust/papers/manifests/`` (package data)::
       - {table: table2_acc, dataset: Yale, method: "*", cause: "..."}   # optional metric: NMI (default "*")
     sensitivity: [acmk_sensitivity]  # optional: configs that run rows over parameter grids; a deviation that
                                      # their grid brackets is put down to the setting (scorecard)
+    pool_draws: [awec_pool_draws]    # optional: configs that rerun rows on other draws (pool `seed`) of a
+                                     # generated pool; a deviation their spread brackets is put down to the
+                                     # pool draw (scorecard)
     base_row: KM-avg                 # optional: the paper's row of the mean base K-means score; where ours
                                      # differs from it by more than 0.05 (same data set and metric), the
                                      # other rows' deviations there are attributed to the pool (scorecard)
@@ -51,7 +54,7 @@ from ensclust.errors import UserError, unknown_name_error
 TIERS = ("quick", "full")
 PAPERS = ("acmk", "awec", "eccms", "rcec", "spce")
 _TOP_KEYS = ("paper", "title", "paper_tables", "repetitions", "authors_pools", "tables", "causes", "base_row",
-             "sensitivity")
+             "sensitivity", "pool_draws")
 _TABLE_KEYS = ("table", "title", "columns", "columns_from", "rows", "metric", "sources", "notes", "offsets")
 _SOURCE_KEYS = ("config", "tier", "protocol", "substitute")
 _CAUSE_KEYS = ("table", "dataset", "method", "metric", "cause")
@@ -109,6 +112,7 @@ class Manifest:
     causes: list = field(default_factory=list)
     base_row: str = ""  # the paper's base K-means row (mean member score), "" when it has none
     sensitivity: list = field(default_factory=list)  # configs running rows over parameter grids
+    pool_draws: list = field(default_factory=list)  # configs rerunning rows on other draws of generated pools
     origin: Path | None = None  # the folder of a manifest from $ENSCLUST_MANIFESTS (its configs live there)
 
     def table(self, key: str) -> TableSpec:
@@ -123,11 +127,12 @@ class Manifest:
 
     def configs(self, tier: str, table: str | None = None) -> list[str]:
         """The configs of ``tier`` (of one table when given), each once, in manifest order; the whole paper's
-        full tier ends with its ``sensitivity`` configs (they explain deviations of every table)."""
+        full tier ends with its ``sensitivity`` and ``pool_draws`` configs (they explain deviations of every
+        table)."""
         tables = [self.table(table)] if table else self.tables
         names = [s.config for t in tables for s in t.sources if s.in_tier(tier)]
         if not table and tier == "full":
-            names += self.sensitivity
+            names += self.sensitivity + self.pool_draws
         return list(dict.fromkeys(names))
 
     def cause_of(self, table: str, dataset: str, method: str, metric: str = "") -> str:
@@ -181,7 +186,8 @@ def parse_manifest(data: dict, where: str) -> Manifest:
                     repetitions=int(data.get("repetitions") or 10), tables=tables,
                     authors_pools=list(data.get("authors_pools") or []), causes=causes,
                     base_row=str(data.get("base_row") or ""),
-                    sensitivity=[str(c) for c in data.get("sensitivity") or []])
+                    sensitivity=[str(c) for c in data.get("sensitivity") or []],
+                    pool_draws=[str(c) for c in data.get("pool_draws") or []])
 
 
 def _extra_manifests() -> dict[str, Path]:

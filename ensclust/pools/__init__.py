@@ -139,7 +139,8 @@ def get_pool(
     spec : dict
         The config's ``pool:`` block (see :mod:`ensclust.pools.generate`); ``source: file`` with ``file``
         (relative to the data directory), optional ``members_key``, ``y_key``, ``layout``. ``first: N``
-        keeps only the first N members.
+        keeps only the first N members. ``seed: S`` (generated pools) overrides the ``seed`` argument: another
+        draw of the same pool spec.
     seed : int
         Master seed of the pool; member j uses ``derive_seed("pool-member", seed, j)``.
     data_dir : path, optional
@@ -149,6 +150,7 @@ def get_pool(
     progress : bool
         Show a tqdm bar while generating.
     """
+    seed = int((spec or {}).get("seed", seed))
     spec = normalize_spec(spec)
     first = spec.get("first")
     if spec["source"] == "file":

@@ -38,6 +38,8 @@ Spec keys (the config's ``pool:`` block, see :func:`normalize_spec`):
 ``max_iter``       K-means iterations (default 100, as litekmeans and MATLAB's kmeans).
 ``sigmas``         spectral only: multipliers of d-bar (default SPCE's 0.01 .. 100 grid); member j uses
                    ``sigmas[j % len(sigmas)]``, so a pool of 9 R members holds R repetitions of the grid.
+``seed``           the pool's master seed (default: the config's ``seed``): another draw of the same spec, e.g. to
+                   measure how much a table moves with the pool when the paper's own pool is not published.
 """
 
 from __future__ import annotations
@@ -69,7 +71,7 @@ SPECTRAL_MAX_N = 12000  # dense n x n kernel: 12000^2 float32 = 576 MB
 SPEC_KEYS = {
     "source", "generator", "k", "size", "feature_ratio", "feature_subset", "feature_block", "subset_normalize", "init", "max_iter",
     "kmeans_metric", "min_df",
-    "sigmas", "file", "members_key", "y_key", "layout", "first", "missing",
+    "sigmas", "file", "members_key", "y_key", "layout", "first", "missing", "seed",
 }
 
 
@@ -102,6 +104,8 @@ def normalize_spec(spec: dict | None) -> dict:
     if out["source"] not in ("generate", "file"):
         raise unknown_name_error("pool source", out["source"], ("generate", "file"), "pool spec")
     if out["source"] == "file":
+        if spec.get("seed") is not None:
+            raise UserError("pool spec: seed applies to generated pools (a pool file is what it is)")
         if not spec.get("file"):
             raise UserError("pool spec: source 'file' needs 'file: <path relative to the data directory>'")
         out = {"source": "file", "file": spec["file"]}
