@@ -576,21 +576,26 @@ def test_deviations_other_draws_of_the_generated_pool_bracket_are_put_down_to_th
     from ensclust.papers.assemble import COLUMNS, attribute_to_pool_draw
     from ensclust.papers.manifest import parse_manifest
 
-    head = "seed: 0\npool: {source: generate, k: c, size: 10}\nensemble: {mode: random, size: 5, repetitions: 3}\n"
+    head = ("seed: 0\npool: {source: generate, k: c, size: 10}\nensemble: {mode: random, size: 5, repetitions: 3}\n"
+            "tune_metric: per-metric\n")
     rows = ("methods:\n  - {name: eccms, label: ECCMS}\n"
-            "  - {name: drec, label: DREC, grid: {lambda: [1, 10]}, tuning: oracle-best-mean}\n")
+            "  - {name: drec, label: DREC, grid: {lambda: [1, 10]}, tuning: oracle-best-mean}\n"
+            "  - {name: lwea, label: LWEA}\n")
     main = load_config_text("name: main\n" + head + "datasets:\n  - {name: iris, label: A}\n" + rows, "main.yaml")
     draws = load_config_text(
         "name: draws\n" + head + "datasets:\n  - {name: iris, label: A1, pool: {seed: 1}}\n"
         "  - {name: iris, label: A2, pool: {seed: 2}}\n  - {name: iris, label: A9, pool: {seed: 9, size: 50}}\n"
-        "methods:\n  - {name: eccms, label: ECCMS}\n  - {name: drec, label: DREC, grid: {lambda: [1]}}\n",
+        "methods:\n  - {name: eccms, label: ECCMS}\n"
+        "  - {name: drec, label: DREC, grid: {lambda: [1, 10]}, tuning: oracle-best-mean}\n"
+        "  - {name: lwea, label: LWEA, grid: {theta: [0.4, 0.8]}}\n",
         "draws.yaml")
     configs = {"main": main, "draws": draws}
     monkeypatch.setattr(assemble, "load_experiment",
                         lambda root, name, cache=None: (configs[name], None, None, None) if name in configs else None)
-    means = pd.DataFrame({"dataset": ["A1", "A2", "A9", "A1", "A2"], "method": ["ECCMS"] * 3 + ["DREC"] * 2,
-                          "params": ["{}"] * 3 + ['{"lambda":1.0}'] * 2, "ari": [0.35, 0.46, 0.60, 0.1, 0.9],
-                          "runs": [3] * 5})
+    means = pd.DataFrame({"dataset": ["A1", "A2", "A9"] + ["A1", "A1", "A2", "A2"] * 2,
+                          "method": ["ECCMS"] * 3 + ["DREC"] * 4 + ["LWEA"] * 4,
+                          "params": ["{}"] * 3 + ["p1", "p2"] * 4,
+                          "ari": [0.35, 0.46, 0.60, 0.1, 0.52, 0.2, 0.3] + [0.1, 0.9, 0.1, 0.9], "runs": [3] * 11})
     monkeypatch.setattr(assemble, "_point_means", lambda root, config, cache: means if config == "draws" else None)
 
     def row(label, paper, ours):
@@ -600,11 +605,13 @@ def test_deviations_other_draws_of_the_generated_pool_bracket_are_put_down_to_th
 
     frame = pd.DataFrame([row("ECCMS", 0.45, 0.30),    # draws 0.30 (the table's), 0.35, 0.46: bracketed
                           row("ECCMS", 0.50, 0.30),    # above 0.46 + 0.02 (A9 is another pool spec: not a draw)
-                          row("DREC", 0.50, 0.30)],    # the draws config runs DREC with another grid
+                          row("DREC", 0.50, 0.30),     # oracle row: each draw's best point, 0.52 and 0.30
+                          row("DREC", 0.15, 0.30),     # ... so a point below (0.1) does not bracket 0.15
+                          row("LWEA", 0.50, 0.30)],    # the draws config runs LWEA over a grid, the table not
                          columns=COLUMNS)
     manifest = parse_manifest({"paper": "toy", "title": "toy", "tables": [], "pool_draws": ["draws"]}, "toy.yaml")
     attribute_to_pool_draw(manifest, {"t2": frame})
-    assert list(frame["cause_kind"]) == ["pool draw", "", ""]
+    assert list(frame["cause_kind"]) == ["pool draw", "", "pool draw", "", ""]
     assert frame.loc[1, "reason"] == "not the pool draw: over 3 draws ours ranges 0.300..0.460"
     assert "over 3 draws of the generated pool (the table's and 2 more, draws) our mean ranges 0.300..0.460" \
         in frame.loc[0, "cause"]

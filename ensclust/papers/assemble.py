@@ -356,7 +356,8 @@ def attribute_to_pool_draw(manifest: Manifest, frames: dict[str, pd.DataFrame], 
     draw of it. The manifest's ``pool_draws`` configs rerun rows on other draws (a pool ``seed`` other than the
     table's) of the same data reading and pool spec, with the same row protocol (method, parameter points,
     tuning, repetitions, ensembles). For an open deviation (compared, not within tolerance, no cause yet) whose
-    source pool is generated, the row's means over the table's draw and those draws give a range; when at least
+    source pool is generated, the row's means over the table's draw and those draws (for an oracle-tuned row: the
+    best point's mean of each draw, as the table reports it) give a range; when at least
     three draws were run and the paper's value lies in [lowest - tolerance, highest + tolerance], the deviation
     is within what the pool draw alone moves (``cause_kind = "pool draw"``); otherwise the range is noted in
     ``reason`` (the draw is ruled out). Changes ``frames`` in place.
@@ -395,7 +396,16 @@ def attribute_to_pool_draw(manifest: Manifest, frames: dict[str, pd.DataFrame], 
                 if not labels or found is None or metric not in found:
                     continue
                 draws = found[found["dataset"].isin(labels) & (found["method"] == row["ours_label"])]
-                means += draws[metric].dropna().tolist()
+                per_draw = draws.groupby("dataset", sort=False)[metric]
+                # a fixed row has one point per draw; an oracle row reports, per draw, its best point's mean
+                # for this metric (per-metric tuning; other policies are not priced here)
+                if protocol[2] == "fixed" and (per_draw.size() == 1).all():
+                    means += draws[metric].dropna().tolist()
+                elif protocol[2] == "oracle-best-mean" and loaded[0].tune_metric == "per-metric" \
+                        and source[0].tune_metric == "per-metric":
+                    means += per_draw.max().dropna().tolist()
+                else:
+                    continue
                 configs.append(config)
             if len(means) < 3:
                 continue
