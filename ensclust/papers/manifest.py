@@ -25,9 +25,9 @@ One YAML file per paper in ``ensclust/papers/manifests/`` (package data)::
       - {table: table2_acc, dataset: Yale, method: "*", cause: "..."}   # optional metric: NMI (default "*")
     sensitivity: [acmk_sensitivity]  # optional: configs that run rows over parameter grids; a deviation that
                                      # their grid brackets is put down to the setting (scorecard)
-    pool_draws: [awec_pool_draws]    # optional: configs that rerun rows on other draws (pool `seed`) of a
-                                     # generated pool; a deviation their spread brackets is put down to the
-                                     # pool draw (scorecard)
+    pool_draws: [awec_pool_draws]    # optional: configs that rerun rows on other draws (pool `seed`) or
+                                     # readings of a generated pool; a deviation that the other draws of the
+                                     # same spec bracket is put down to the pool draw (scorecard)
     base_row: KM-avg                 # optional: the paper's row of the mean base K-means score; where ours
                                      # differs from it by more than 0.05 (same data set and metric), the
                                      # other rows' deviations there are attributed to the pool (scorecard)
