@@ -48,6 +48,8 @@ def test_demo_config_is_valid():
     (BASE + "metrics: [ari, nmx]\n", "unknown metric 'nmx' (did you mean 'nmi'?)"),
     (BASE + "pool: {k: [5, 2]}\n", "pool.k: range [lo, hi] needs lo <= hi"),
     (BASE + "pool: {feature_ratio: [0.5, 1.5]}\n", "pool.feature_ratio[1]: value 1.5 is out of range"),
+    (BASE + "pool: {seed: -1}\n", "pool.seed: value -1 is out of range: must be >= 0"),
+    (BASE + "pool: {file: pools/x.mat, seed: 2}\n", "pool.seed: applies to generated pools only"),
     ("name: t\nname: u\n", "cfg.yaml:2: duplicate key 'name'"),
     (BASE + "  - name: km-avg\n    scope: rep\n", "cfg.yaml:7: methods[1].scope: unknown scope 'rep'"),
     (BASE + "  - name: eac-al\n", "duplicate method label 'eac-al'"),

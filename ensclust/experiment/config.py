@@ -221,6 +221,8 @@ def validate_pool(v: _Validator, spec: dict, path) -> dict:
         out["first"] = v.integer(out["first"], path + ("first",), low=1)
     if "seed" in out:  # another draw of a generated pool (default: the config's seed)
         out["seed"] = v.integer(out["seed"], path + ("seed",), low=0)
+        if out.get("source", "file" if out.get("file") else "generate") == "file":
+            raise v.err(path + ("seed",), "applies to generated pools only (a pool file is what it is)")
     if "k" in out:
         k = out["k"]
         if isinstance(k, str):
