@@ -368,6 +368,13 @@ def test_cost_estimate_prices_a_shared_solve_once(tmp_path):
     assert est.pending == 9
     assert dict(est.cells) == {"model": 6, "shared solve": 3}
     assert est.seconds["model"] == pytest.approx(6 * 150) and est.seconds["shared solve"] == 3 * SHARED_SOLVE_COST_S
+    # where the sharing row has run, its own recorded post-processing time prices it (capped at the constant)
+    model._same_row = {("shared", "Iris", "RSEC-Z"): 0.02}
+    model._wall_only_row = {("shared", "Iris", "RSEC-Z"): False}
+    est = estimate_config(cfg, tmp_path, model)
+    assert est.seconds["shared solve"] == pytest.approx(3 * 0.02)
+    model._same_row = {("shared", "Iris", "RSEC-Z"): 40.0}
+    assert estimate_config(cfg, tmp_path, model).seconds["shared solve"] == 3 * SHARED_SOLVE_COST_S
 
 
 def test_deviations_of_a_data_set_whose_base_row_deviates_are_put_down_to_the_pool():

@@ -14,7 +14,8 @@ A pending cell's CPU time is estimated, in this order, from
 
 A pending cell whose method shares its solve with a cell priced before it (same data set, repetition and
 parameters, methods of one ``solve_group``, e.g. RSEC-H / RSEC-Z; the runner runs the two one after the other)
-is priced as ``shared solve``: the post-processing only. With ``from_scratch`` the finished cells are priced the
+is priced as ``shared solve``: the post-processing only (its own row's recorded median where the row has run,
+capped at a second; a second where it has not). With ``from_scratch`` the finished cells are priced the
 same way (what rerunning everything would cost; ``reproduce --dry-run --from-scratch``).
 
 The recorded times are CPU seconds (``cpu_s`` of timing.csv) where recorded, else the wall seconds of the
@@ -138,6 +139,11 @@ class CostModel:
             return a, b, c
         return float(np.median(logt - 2 * logn - logm)), 2.0, 1.0
 
+    def same_row(self, config: str, dataset: str, method: str) -> float | None:
+        """Median recorded fit time of one row (config, data set, method label), None when it has none."""
+        t = self._same_row.get((config, dataset, method))
+        return None if t is None or math.isnan(t) else float(t)
+
     def estimate(self, config: str, dataset: str, method: str, method_name: str, params: str, n, m
                  ) -> tuple[float, str]:
         """(seconds, source) for one pending cell."""
@@ -210,8 +216,10 @@ def estimate_config(config, results_root, model: CostModel, from_scratch: bool =
             t, source = PSEUDO_COST_S, "recorded"
         elif group is not None and key in solves:
             # the runner runs this cell right after its partner and reuses that solve (methods.base.solve_group):
-            # what remains is the post-processing (k-means on n x k), seconds against the solve's minutes
-            t, source = SHARED_SOLVE_COST_S, "shared solve"
+            # what remains is the post-processing (k-means on n x k): its own row's recorded time where the row
+            # has run (those fits reused the solve too), else a constant - a second at most
+            t = model.same_row(config.name, cell["dataset"], cell["method"])
+            t, source = (SHARED_SOLVE_COST_S if t is None else min(t, SHARED_SOLVE_COST_S)), "shared solve"
         else:
             if group is not None:
                 solves.add(key)
