@@ -138,12 +138,13 @@ def solve_b_rows(C, dist: np.ndarray, rho: float, *, weights: np.ndarray | None 
         small_done = np.ones(na, dtype=bool)  # rows that left: was their (constant) Newton step tiny?
         for _ in range(max_iter):
             nw = idx.size
-            T = ca / (aa + th[idx][ra])
-            val = np.bincount(ra, weights=T, minlength=nw)
-            T /= aa + th[idx][ra]
-            deriv = -np.bincount(ra, weights=T, minlength=nw)
-            del T
             t_w, lo_w, hi_w = th[idx], lo_a[idx], hi_a[idx]
+            den = aa + t_w[ra]
+            T = ca / den
+            val = np.bincount(ra, weights=T, minlength=nw)
+            T /= den
+            deriv = -np.bincount(ra, weights=T, minlength=nw)
+            del T, den
             above = val > 1.0
             lo_w = np.where(above, np.maximum(lo_w, t_w), lo_w)
             hi_w = np.where(~above, np.minimum(hi_w, t_w), hi_w)
