@@ -348,6 +348,13 @@ def _row_protocol(config, label: str):
             canonical_json(config.ensemble))
 
 
+def _pool_draw(reading: dict, config_seed: int) -> tuple[dict, int]:
+    """A data reading split into what defines its pool spec (everything but the pool's seed) and the seed of its
+    draw (the pool's own, else the config's)."""
+    spec = {**reading, "pool": {k: v for k, v in reading["pool"].items() if k != "seed"}}
+    return spec, reading["pool"].get("seed", config_seed)
+
+
 def attribute_to_pool_draw(manifest: Manifest, frames: dict[str, pd.DataFrame], results_root="results",
                            cache: dict | None = None) -> None:
     """Put down to the pool draw the deviations that other draws of the same generated pool bracket.
@@ -374,22 +381,16 @@ def attribute_to_pool_draw(manifest: Manifest, frames: dict[str, pd.DataFrame], 
             if source is None or reading is None or reading["pool"].get("source", "generate") != "generate":
                 continue
             protocol = _row_protocol(source[0], row["ours_label"])
-            own_seed = reading["pool"].get("seed", source[0].seed)
-            data = {k: v for k, v in reading.items() if k != "pool"}
-            pool = {k: v for k, v in reading["pool"].items() if k != "seed"}
+            spec_key, own_seed = _pool_draw(reading, source[0].seed)
             metric = _metric_key(row["metric"])
             means, configs = [float(row["ours_mean"])], []
             for config in manifest.pool_draws:
                 loaded = load_experiment(results_root, config, cache)
                 if loaded is None or protocol is None or _row_protocol(loaded[0], row["ours_label"]) != protocol:
                     continue
-                labels = []
-                for spec in loaded[0].datasets:
-                    other = _data_reading(results_root, config, spec.label, cache)
-                    if ({k: v for k, v in other.items() if k != "pool"} == data
-                            and {k: v for k, v in other["pool"].items() if k != "seed"} == pool
-                            and other["pool"].get("seed", loaded[0].seed) != own_seed):
-                        labels.append(spec.label)
+                labels = [spec.label for spec in loaded[0].datasets
+                          if (draw := _pool_draw(_data_reading(results_root, config, spec.label, cache),
+                                                 loaded[0].seed))[0] == spec_key and draw[1] != own_seed]
                 if config not in point_means:
                     point_means[config] = _point_means(results_root, config, cache)
                 found = point_means[config]
