@@ -125,8 +125,12 @@ def test_trce_kl_matches_explicit_base_graphs():
     Y = one_hot(members)
     got = kl_to_graph(B, Y, members, cluster_offsets(members), np.asarray(Y.sum(axis=0)).ravel())
     # restricted to the co-clustered pairs (as in the fit): the same values
-    got_support = kl_to_graph(B, Y, members, cluster_offsets(members), np.asarray(Y.sum(axis=0)).ravel(),
-                              support=Y @ Y.T)
+    # B held on the co-clustered pairs only (sparse, as TRCE's B-step returns it; stored zeros included)
+    pattern = sparse.csr_matrix(Y @ Y.T)
+    rows = np.repeat(np.arange(30), np.diff(pattern.indptr))
+    B_support = sparse.csr_matrix((B[rows, pattern.indices], pattern.indices, pattern.indptr), shape=B.shape)
+    assert np.any(B_support.data == 0)
+    got_support = kl_to_graph(B_support, Y, members, cluster_offsets(members), np.asarray(Y.sum(axis=0)).ravel())
     np.testing.assert_allclose(got_support, got, rtol=1e-12, atol=1e-12)
     eps = np.finfo(float).eps
     for k in range(members.shape[1]):
@@ -144,11 +148,11 @@ def test_trce_b_step_rows_sum_to_one_and_match_brentq():
     np.fill_diagonal(C, rng.random(n) + 0.1)
     dist = rng.random((n, n)) * 3
     np.fill_diagonal(dist, 0.0)
-    B, theta, has_root = solve_b_rows(C, dist, rho=0.7)
+    B, theta, has_root = solve_b_rows(C, dist[C != 0], rho=0.7)
     assert has_root.all()
     # C given as CSR (its positive entries, sorted indices; TRCE's form): the same B and theta bit for bit
-    B_sp, theta_sp, _ = solve_b_rows(sparse.csr_matrix(C), dist, rho=0.7)
-    assert np.array_equal(B_sp, B) and np.array_equal(theta_sp, theta)
+    B_sp, theta_sp, _ = solve_b_rows(sparse.csr_matrix(C), dist[C != 0], rho=0.7)
+    assert sparse.issparse(B_sp) and np.array_equal(B_sp.toarray(), B) and np.array_equal(theta_sp, theta)
     np.testing.assert_allclose(B.sum(axis=1), 1.0, atol=1e-10)          # (T2)
     assert np.all(B[C == 0] == 0)
     for i in range(0, n, 6):
@@ -159,15 +163,17 @@ def test_trce_b_step_rows_sum_to_one_and_match_brentq():
     # rows are solved independently: rows that converge early leave the working set, and each row's theta is
     # the one it gets when solved alone (rows scaled so that their Newton runs take different numbers of steps)
     scaled = C * rng.choice([1e-2, 1.0, 30.0], size=(n, 1))
-    joint = solve_b_rows(sparse.csr_matrix(scaled), dist, rho=0.7)
+    joint = solve_b_rows(sparse.csr_matrix(scaled), dist[scaled != 0], rho=0.7)
     for i in range(n):
-        alone = solve_b_rows(sparse.csr_matrix(scaled[i:i + 1]), dist[i:i + 1], rho=0.7)
+        alone = solve_b_rows(sparse.csr_matrix(scaled[i:i + 1]), dist[i][scaled[i] != 0], rho=0.7)
         assert alone[2][0] == joint[2][i] and alone[1][0] == joint[1][i]
-        assert np.array_equal(alone[0][0], joint[0][i])
+        assert np.array_equal(alone[0].toarray()[0], joint[0][[i]].toarray()[0])
     # no root in [eps, 1e4] (all weights tiny, no zero distance): theta = eps as the spec says
     C2 = np.full((3, 3), 1e-3)
     d2 = np.ones((3, 3))
-    _, th2, root2 = solve_b_rows(C2, d2, rho=1.0)
+    _, th2, root2 = solve_b_rows(C2, d2.ravel(), rho=1.0)
+    with pytest.raises(ValueError, match="C's 9 entries"):
+        solve_b_rows(C2, d2, rho=1.0)   # the distances at C's entries, not the dense matrix
     assert not root2.any() and np.all(th2 == np.finfo(float).eps)
 
 
@@ -179,7 +185,7 @@ def test_trce_identical_members_bug_on_off_same(gamma):
     lab_on = on.fit_predict(members, 3)
     lab_off = off.fit_predict(members, 3)
     assert same_partition(lab_on, y) and same_partition(lab_off, y)          # (T3)
-    np.testing.assert_allclose(on.consensus_matrix_, off.consensus_matrix_)  # (T4)
+    np.testing.assert_allclose(on.consensus_matrix_.toarray(), off.consensus_matrix_.toarray())  # (T4)
     S = on.consensus_matrix_
     assert S.min() >= 0
     assert connected_components(sparse.csr_matrix(S), directed=False)[0] == 3
@@ -188,7 +194,7 @@ def test_trce_identical_members_bug_on_off_same(gamma):
 def _object_graph(meth):
     """TRCE's learned graph at object level, from its microcluster blocks."""
     a = meth.microcluster_assignment_
-    return meth.consensus_matrix_[np.ix_(a, a)]
+    return meth.consensus_matrix_.toarray()[np.ix_(a, a)]
 
 
 def test_trce_identical_members_tie_at_gamma_equal_rho():

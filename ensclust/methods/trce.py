@@ -23,7 +23,13 @@ matrices with the block sizes as weights in every sum over objects (B-step, simp
 alpha, degrees), which is the object-level iteration, not an approximation (tests/test_robust_fast.py checks
 it against the dense object-level loop). The eigen-step works on the sparse symmetrised block Laplacian
 (shift-invert Lanczos for the c + 1 smallest eigenpairs, instead of a dense O(n^3) eigendecomposition).
-Memory: about five dense n_micro^2 float64 arrays (n_micro = 6719 on the USPS pool: 360 MB each).
+
+Sparse state. C and B live on the pairs of blocks co-clustered in some member (the pattern of Y Y^T, 15 % of
+the pairs on the USPS pool) and S on the entries the simplex projection keeps; only the distances between the
+embedding rows are dense, and they are formed one block of rows at a time (16 MB): read at C's entries for the
+B-step, then added to B's rows and projected for the S-step. No n_micro^2 array is ever formed (n_micro = 6719
+on the USPS pool: 360 MB each, and the page faults of a few such temporaries per iteration cost about a third
+of a fit's CPU time); the result is the dense iteration's up to the order of floating-point sums.
 
 The code's indexing bug (step a): the loop that should compute d2 = sum_k d1(:, k) / alpha_k uses the stale
 index k = m, giving d2 = m d1(:, m) / alpha_m. ``faithful_bug=True`` (default, as the spec recommends) reproduces
@@ -51,8 +57,8 @@ EPS = np.finfo(np.float64).eps
 THETA_MAX = 1e4
 
 
-def kl_to_graph(B: np.ndarray, Y: sparse.csr_matrix, members: np.ndarray, offsets: np.ndarray,
-                sizes: np.ndarray, weights: np.ndarray | None = None, support=None) -> np.ndarray:
+def kl_to_graph(B, Y: sparse.csr_matrix, members: np.ndarray, offsets: np.ndarray,
+                sizes: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
     """d1(i, k) = KL(S_k(i, :) || B(i, :)) for all rows i and base graphs k (rows x m), without S_k.
 
     ``Y`` is the rows x K one-hot matrix, ``members`` the relabelled label matrix of the rows, ``offsets`` its
@@ -60,23 +66,22 @@ def kl_to_graph(B: np.ndarray, Y: sparse.csr_matrix, members: np.ndarray, offset
     microcluster sizes: the sum over the objects j of a cluster is the sum over its microclusters v weighted by
     their sizes (B is constant within microcluster blocks).
 
-    ``support`` (a sparse matrix whose pattern contains every co-clustered pair, e.g. Y Y^T) restricts the
-    product to those entries: the sum for (i, k) runs over the cluster of i in member k, all co-clustered
-    with i, so no other entry of B is ever read.
+    ``B`` is dense, or sparse holding (explicitly, zeros included) every co-clustered pair, e.g. on the pattern
+    of Y Y^T, as TRCE's B-step returns it: the sum for (i, k) runs over the cluster of i in member k, all
+    co-clustered with i, so no other entry of B is ever read.
     """
-    if support is None:
+    if sparse.issparse(B):
+        B = sparse.csr_matrix(B)
+        vals = np.log(np.maximum(B.data, EPS))
+        if weights is not None:
+            vals *= weights[B.indices]
+        logB = sparse.csr_matrix((vals, B.indices, B.indptr), shape=B.shape)
+        summed = (logB @ Y).toarray()
+    else:
         logB = np.log(np.maximum(B, EPS))
         if weights is not None:
             logB *= weights[None, :]
         summed = np.asarray((Y.T @ logB.T).T)  # rows x K: sum over the members of cluster e of log B_ij
-    else:
-        pattern = sparse.csr_matrix(support)
-        rows = np.repeat(np.arange(pattern.shape[0]), np.diff(pattern.indptr))
-        vals = np.log(np.maximum(B[rows, pattern.indices], EPS))
-        if weights is not None:
-            vals *= weights[pattern.indices]
-        logB = sparse.csr_matrix((vals, pattern.indices, pattern.indptr), shape=pattern.shape)
-        summed = (logB @ Y).toarray()
     cols = members + offsets[None, :-1]
     s = sizes[cols]
     return -np.log(s) - np.take_along_axis(summed, cols, axis=1) / s
@@ -86,15 +91,17 @@ def solve_b_rows(C, dist: np.ndarray, rho: float, *, weights: np.ndarray | None 
                  tol: float = 1e-13, max_iter: int = 200):
     """B-step: for every row i, theta_i > 0 with sum_{j: C_ij > 0} C_ij / (rho dist_ij + theta_i) = 1.
 
-    ``C`` is dense, or a CSR matrix with sorted indices holding exactly the positive entries (TRCE's C is a
-    product of one-hot factors: its pattern is known, so the n x n array need not be written and scanned).
-    With microcluster rows and columns, ``weights`` (the microcluster sizes) multiply the terms of the sum.
+    ``C`` is dense, or a CSR matrix with sorted indices holding the positive entries (TRCE's C is a product of
+    one-hot factors: its pattern is known, so the n x n array need not be written and scanned); stored zeros
+    (rows of weight 0) add nothing. ``dist`` holds the distances at C's entries only, in row-major order: the
+    order of CSR's stored entries, or of ``np.nonzero`` for a dense C (``dist_dense[C != 0]``). With
+    microcluster rows and columns, ``weights`` (the microcluster sizes) multiply the terms of the sum.
 
     All rows are solved together by a safeguarded Newton iteration on 1 / phi(theta) - 1 inside the bracket
     [eps, 1e4] (the bracket of the authors' ``fzero``), falling back to bisection in log(theta) when a Newton
     step leaves the bracket. When there is no sign change in the bracket (phi(eps) < 1, or phi(1e4) > 1),
     theta = eps: the spec's rule for the case where MATLAB's ``fzero`` would stop with an error.
-    Returns ``(B, theta, has_root)``.
+    Returns ``(B, theta, has_root)``, B in C's form (CSR with C's pattern, or dense, zero off C's entries).
     """
     # Only the support of C enters (C_ij = 0 elsewhere and B_ij = 0 there): the sums run over its nonzeros
     # (13 % of the entries on the USPS pool), as flat arrays in row-major order.
@@ -106,8 +113,11 @@ def solve_b_rows(C, dist: np.ndarray, rho: float, *, weights: np.ndarray | None 
     else:
         rows, cols = np.nonzero(C)
         c_flat = C[rows, cols]
+    dist = np.asarray(dist, dtype=np.float64)
+    if dist.shape != c_flat.shape:
+        raise ValueError(f"solve_b_rows: dist must hold C's {c_flat.size} entries, got shape {dist.shape}")
     cw = c_flat if weights is None else c_flat * weights[cols]
-    a = rho * dist[rows, cols]
+    a = rho * dist
 
     def phi(theta):
         return np.bincount(rows, weights=cw / (a + theta[rows]), minlength=n)
@@ -167,8 +177,11 @@ def solve_b_rows(C, dist: np.ndarray, rho: float, *, weights: np.ndarray | None 
                 ca, aa = ca[entry_keep], aa[entry_keep]
                 idx = idx[keep]
         theta[active] = th
+    values = c_flat / (a + theta[rows])
+    if sparse.issparse(C):
+        return sparse.csr_matrix((values, cols, C.indptr), shape=C.shape), theta, has_root
     B = np.zeros(C.shape, dtype=np.float64)
-    B[rows, cols] = c_flat / (a + theta[rows])
+    B[rows, cols] = values
     return B, theta, has_root
 
 
@@ -210,13 +223,72 @@ def project_simplex_weighted(V: np.ndarray, weights: np.ndarray, *, n_top: int =
     return S
 
 
+#: Entries per block of rows of the dense distance / S-step arrays (16 MB of float64): the n_micro^2 arrays of
+#: the S-step are never formed whole (on the USPS pool, n_micro = 6719, each was 360 MB and their page faults
+#: alone cost a third of a fit's CPU time).
+_BLOCK_ENTRIES = 1 << 21
+
+
+def _row_blocks(n: int):
+    """Consecutive row ranges [r0, r1) of at most ``_BLOCK_ENTRIES / n`` rows."""
+    step = max(1, _BLOCK_ENTRIES // max(n, 1))
+    for r0 in range(0, n, step):
+        yield r0, min(r0 + step, n)
+
+
+def _distance_rows(F: np.ndarray, r0: int, r1: int) -> np.ndarray:
+    """Rows r0..r1-1 of the squared distances between the embedding rows (``squared_distances(F)[r0:r1]``)."""
+    D = squared_distances(F[r0:r1], F)
+    local = np.arange(r1 - r0)
+    D[local, r0 + local] = 0.0
+    return D
+
+
+def _entry_rows(M: sparse.csr_matrix, r0: int, r1: int) -> tuple[np.ndarray, slice]:
+    """Block-local row index of each stored entry of rows r0..r1-1 of a CSR matrix, and their slice."""
+    return np.repeat(np.arange(r1 - r0), np.diff(M.indptr[r0:r1 + 1])), slice(M.indptr[r0], M.indptr[r1])
+
+
+def _distances_at(M: sparse.csr_matrix, F: np.ndarray) -> np.ndarray:
+    """Squared distances between the embedding rows at the stored entries of M, in M's order (step c)."""
+    out = np.empty(M.nnz)
+    for r0, r1 in _row_blocks(M.shape[0]):
+        local, entries = _entry_rows(M, r0, r1)
+        out[entries] = _distance_rows(F, r0, r1)[local, M.indices[entries]]
+    return out
+
+
+def _s_step(B: sparse.csr_matrix, F: np.ndarray, scale: float, weights: np.ndarray) -> sparse.csr_matrix:
+    """Step f: the rows of B + scale * distf projected onto the weighted simplex, block of rows by block of rows.
+
+    distf is dense (every pair of blocks), B lives on the co-clustered pairs; each block of rows is projected
+    as the whole matrix would be (the projection works row by row), and only the kept entries are stored.
+    """
+    n = B.shape[0]
+    data, indices, counts = [], [], []
+    for r0, r1 in _row_blocks(n):
+        V = _distance_rows(F, r0, r1)
+        V *= scale
+        local, entries = _entry_rows(B, r0, r1)
+        V[local, B.indices[entries]] += B.data[entries]
+        P = project_simplex_weighted(V, weights)
+        del V
+        rows, cols = np.nonzero(P)
+        data.append(P[rows, cols])
+        indices.append(cols)
+        counts.append(np.bincount(rows, minlength=r1 - r0))
+    indptr = np.concatenate([[0], np.cumsum(np.concatenate(counts))])
+    return sparse.csr_matrix((np.concatenate(data), np.concatenate(indices), indptr), shape=(n, n))
+
+
 @register
 class TRCE(ConsensusMethod):
     """Tri-level robust clustering ensemble (Zhou et al., AAAI 2021).
 
     Labels are the connected components of the learned graph, so the number of clusters can differ from c
     (the spec's rule: evaluate it as it is). Deterministic: no random numbers are used. ``consensus_matrix_``
-    holds the learned graph on microcluster blocks (``microcluster_assignment_`` maps objects to blocks).
+    holds the learned graph on microcluster blocks as a sparse matrix (``microcluster_assignment_`` maps
+    objects to blocks).
     """
 
     name = "trce"
@@ -250,13 +322,11 @@ class TRCE(ConsensusMethod):
         offsets = cluster_offsets(members)
         sizes = np.asarray(one_hot(members).sum(axis=0)).ravel()   # object-level cluster sizes s_e
         mm = micro.members
-        # pairs of blocks co-clustered in some member: the support of C, B and of every KL sum
-        support = (Ym @ Ym.T).tocsr()
-        support.sort_indices()
 
         def weighted_sum(alpha):
-            # sum_k S_k / alpha_k = Y diag(1 / (alpha_k s_e)) Y^T (block values on the support of Y Y^T, CSR
-            # with sorted indices; every entry of the support is positive)
+            # sum_k S_k / alpha_k = Y diag(1 / (alpha_k s_e)) Y^T: block values on the pairs of blocks
+            # co-clustered in some member (the pattern of Y Y^T, which is also the pattern of B and the support
+            # of every KL sum), CSR with sorted indices; every entry is positive
             col_alpha = np.repeat(alpha, np.diff(offsets))
             Yw = Ym @ sparse.diags(1.0 / (col_alpha * sizes))
             product = (Yw @ Ym.T).tocsr()
@@ -264,13 +334,13 @@ class TRCE(ConsensusMethod):
             return product
 
         alpha = np.full(m, 1.0 / m)
-        S = weighted_sum(np.ones(m)).toarray() / m  # mean of the S_k (already symmetric)
+        B = weighted_sum(np.ones(m))
+        B.data /= m                                 # mean of the S_k (already symmetric)
         # S = Q Q^T with Q = Y diag(1 / sqrt(m s_e)): rank K, dense, so the eigen-step uses the factor
         vals, F = laplacian_smallest_weighted(None, sizes_u, c + 1,
                                               factor=Ym @ sparse.diags(1.0 / np.sqrt(m * sizes)))
         F = F[:, :c]
-        B = S.copy()
-        d1 = kl_to_graph(B, Ym, mm, offsets, sizes, sizes_u, support)
+        d1 = kl_to_graph(B, Ym, mm, offsets, sizes, sizes_u)
         rho = 1.0 * self.init_rho
         lam = None
         history = {"rho": [], "fn1": []}
@@ -291,24 +361,18 @@ class TRCE(ConsensusMethod):
             else:
                 lam *= 1.1
             w = np.minimum(lam / np.maximum(2.0 * d2, EPS), 1.0)
-            # c. distances between the embedding rows
-            distf = squared_distances(F)
             # d. weighted sum of the base graphs, rows scaled by w_i^2
             C = weighted_sum(alpha)
             C.data *= (w ** 2)[np.repeat(np.arange(C.shape[0]), np.diff(C.indptr))]
-            # e. B-step
-            B, _, has_root = solve_b_rows(C, distf, rho, weights=sizes_u)
+            # c, e. B-step, with the distances between the embedding rows (c) read at C's entries only
+            B, _, has_root = solve_b_rows(C, _distances_at(C, F), rho, weights=sizes_u)
             no_root_rows += int(np.sum(micro.sizes[~has_root]))
             del C
             # f. S-step: rows of B - rho/(2 gamma) distf projected onto the simplex
-            distf *= -rho / (2.0 * gamma)
-            distf += B
-            S = project_simplex_weighted(distf, sizes_u)
-            del distf
+            S = _s_step(B, F, -rho / (2.0 * gamma), sizes_u)
             # g. new KL terms, symmetrised graph, embedding
-            d1 = kl_to_graph(B, Ym, mm, offsets, sizes, sizes_u, support)
-            S += S.T
-            S /= 2.0
+            d1 = kl_to_graph(B, Ym, mm, offsets, sizes, sizes_u)
+            S = (S + S.T) / 2.0
             F_old = F
             vals, F = laplacian_smallest_weighted(S, sizes_u, c + 1)
             F = F[:, :c]
@@ -341,15 +405,18 @@ class TRCE(ConsensusMethod):
         return labels
 
 
-def _object_components(S: np.ndarray, micro) -> np.ndarray:
+def _object_components(S, micro) -> np.ndarray:
     """Connected components of the object graph whose (i, j) entry is the block value S[u(i), u(j)].
 
     Objects of one block are joined through the block itself (S_uu > 0) or through any neighbouring block; a
-    block without any edge, not even to itself, is a set of isolated objects (one component each).
+    block without any edge, not even to itself, is a set of isolated objects (one component each). ``S`` is
+    sparse or dense.
     """
+    S = sparse.csr_matrix(S, copy=True)
+    S.eliminate_zeros()
     micro_labels = component_labels(S)
     obj = micro_labels[micro.assignment].astype(np.int64)
-    isolated = ~np.any(S != 0, axis=1)
+    isolated = np.diff(S.indptr) == 0
     lone = np.flatnonzero(isolated[micro.assignment] & (micro.sizes[micro.assignment] > 1))
     if lone.size:
         obj[lone] = micro_labels.max() + 1 + np.arange(lone.size)
