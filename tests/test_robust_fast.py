@@ -84,13 +84,19 @@ def test_trce_blocks_equal_dense_object_level_reference(seed, gamma):
     np.testing.assert_allclose(S_blocks, S_ref, atol=1e-10)
 
 
-def test_weighted_simplex_projection_equals_projection_of_expanded_rows():
+@pytest.mark.parametrize("n_top", [1, 3, 512])
+def test_weighted_simplex_projection_equals_projection_of_expanded_rows(n_top):
+    # n_top < 12: rows keeping more than n_top entries finish by Michelot's iteration, the others are exact from
+    # their n_top largest entries; n_top = 512 >= 12 columns: every row from its full sorted order
     rng = np.random.default_rng(4)
     V = rng.normal(size=(30, 12)) * rng.choice([0.01, 0.3, 3.0], size=(30, 1))
     weights = rng.integers(1, 5, size=12)
     expanded = np.repeat(V, weights, axis=1)
     ref = project_simplex(expanded)
-    got = project_simplex_weighted(V, weights.astype(float))
+    got = project_simplex_weighted(V, weights.astype(float), n_top=n_top)
+    if n_top == 3:   # both kinds of rows occur: kept columns within the 3 largest, and more
+        kept_columns = np.count_nonzero(got > 0, axis=1)
+        assert (kept_columns < 3).any() and (kept_columns > 3).any()
     np.testing.assert_allclose(np.repeat(got, weights, axis=1), ref, atol=1e-14)
     np.testing.assert_allclose(got @ weights, 1.0, atol=1e-12)
 
