@@ -477,6 +477,9 @@ def test_deviations_our_own_grid_brackets_are_put_down_to_the_setting(monkeypatc
     assert list(frame["cause_kind"]) == ["setting", "", "setting", "", "recorded"]
     assert "2 parameter points of main (>= 10 runs each) our mean ranges 0.300..0.500" in frame.loc[0, "cause"]
     assert "of sens (>= 2 runs each)" in frame.loc[2, "cause"]
+    # what was ruled out stays with the open deviation (the scorecard's "checked" column); one point rules out nothing
+    assert frame.loc[1, "reason"] == "not the setting: over the 2 points of main ours ranges 0.300..0.500"
+    assert frame.loc[3, "reason"] == "" and frame.loc[0, "reason"] == ""
     assert manifest.configs("full") == ["sens"] and manifest.configs("quick") == []
 
 

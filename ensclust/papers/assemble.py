@@ -272,8 +272,9 @@ def attribute_to_setting(manifest: Manifest, frames: dict[str, pd.DataFrame], re
     paper's), gives the mean of the metric at every parameter point. When at least two points were run and the
     paper's value lies in [lowest mean - tolerance, highest mean + tolerance], the deviation is one of setting:
     some point of our grid comes as close to the paper's number as its tolerance allows or brackets it, so the
-    paper's unstated (or differently selected) setting explains it (``cause_kind = "setting"``). Changes
-    ``frames`` in place.
+    paper's unstated (or differently selected) setting explains it (``cause_kind = "setting"``). Otherwise the
+    ranges that were checked stay with the open deviation (``reason``, the scorecard's "checked" column), so the
+    list says which settings are ruled out. Changes ``frames`` in place.
     """
     point_means = {}  # config -> its per-point means (every open cell of every table asks again)
     for frame in frames.values():
@@ -282,6 +283,7 @@ def attribute_to_setting(manifest: Manifest, frames: dict[str, pd.DataFrame], re
             row = frame.loc[idx]
             metric = _metric_key(row["metric"])
             reading = _data_reading(results_root, row["source"], row["ours_dataset"], cache)
+            checked = []
             for config in dict.fromkeys([row["source"], *manifest.sensitivity]):
                 if config != row["source"] and \
                         _data_reading(results_root, config, row["ours_dataset"], cache) != reading:
@@ -304,6 +306,10 @@ def attribute_to_setting(manifest: Manifest, frames: dict[str, pd.DataFrame], re
                                               f"brackets the paper's {row['paper_mean']:.3f} (within {tol:g})")
                     frame.at[idx, "cause_kind"] = "setting"
                     break
+                checked.append(f"over the {len(grid)} points of {config} ours ranges {lo:.3f}..{hi:.3f}")
+            else:
+                if checked:
+                    _add_checked(frame, idx, "not the setting: " + "; ".join(checked))
 
 
 def attribute_to_pool(manifest: Manifest, frames: dict[str, pd.DataFrame]) -> None:
@@ -418,8 +424,13 @@ def attribute_to_pool_draw(manifest: Manifest, frames: dict[str, pd.DataFrame], 
                                           f"(within {tol:g})")
                 frame.at[idx, "cause_kind"] = "pool draw"
             else:  # what was checked stays with the open deviation (the scorecard lists it)
-                frame.at[idx, "reason"] = (f"not the pool draw: over {len(means)} draws ours ranges "
-                                           f"{lo:.3f}..{hi:.3f}")
+                _add_checked(frame, idx, f"not the pool draw: over {len(means)} draws ours ranges {lo:.3f}..{hi:.3f}")
+
+
+def _add_checked(frame: pd.DataFrame, idx, text: str) -> None:
+    """Record on an open deviation one more explanation that was checked and ruled out (``reason`` column)."""
+    before = frame.at[idx, "reason"]
+    frame.at[idx, "reason"] = f"{before}; {text}" if before else text
 
 
 #: two-sided p-value (Welch's or the one-sample t-test) at or above which a deviation is within the spread
