@@ -173,6 +173,24 @@ def test_report_on_damaged_results_is_one_line(finished_run, tmp_path, capsys, d
     assert_user_error(invoke(capsys, "report", res, "-q"), *fragments)
 
 
+@pytest.mark.parametrize("name", ["cells.csv", "timing.csv"])
+def test_resume_from_a_cut_committed_file_is_one_line_and_writes_nothing(finished_run, tmp_path, capsys,
+                                                                         monkeypatch, name):
+    # a results folder as committed (no cells/): the rerun resumes from cells.csv / timing.csv; a last row cut
+    # short must not be resumed with missing values (it was a TypeError traceback)
+    copy = _results_copy(finished_run, tmp_path, (name, lambda b: b[: b.rindex(b",", 0, len(b) - 2)]),
+                         keep_cells=False)
+    (tmp_path / "root").mkdir()
+    res = shutil.move(copy, tmp_path / "root" / "tiny")     # the experiment's folder under a results root
+    before = {p.name: p.read_bytes() for p in res.iterdir() if p.is_file()}
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tiny.yaml").write_text(TINY)
+    assert_user_error(invoke(capsys, "run", "tiny.yaml", "-q", "--results", "root"),
+                      f"{name}: corrupt or truncated {name} (line", "restore it")
+    assert {p.name: p.read_bytes() for p in res.iterdir() if p.is_file()} == before
+    assert not (res / "cells").exists()
+
+
 def test_report_of_intact_copy_works(finished_run, tmp_path, capsys):
     res = _results_copy(finished_run, tmp_path)
     assert invoke(capsys, "report", res, "-q")[0] == 0

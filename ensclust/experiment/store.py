@@ -412,11 +412,27 @@ def records_to_frame(config: ExperimentConfig, records: list[dict]) -> pd.DataFr
 
 
 def _read_text_rows(path: Path) -> list[dict]:
-    """The rows of a CSV file as dicts of strings (no type guessing: values are parsed one by one)."""
+    """The rows of a CSV file as dicts of strings (no type guessing: values are parsed one by one).
+
+    A row with fewer or more fields than the header (a file cut short, or damaged) is a one-line
+    :class:`UserError`: its cells would otherwise be resumed with missing or shifted values.
+    """
     import csv
 
-    with open(path, newline="", encoding="utf-8") as fh:
-        return list(csv.DictReader(fh))
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            reader = csv.DictReader(fh)
+            rows = list(reader)
+            width = len(reader.fieldnames or [])
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise UserError(f"{path}: cannot read {path.name} ({_reason(exc) if isinstance(exc, OSError) else exc})") \
+            from None
+    for number, row in enumerate(rows, start=2):   # line 1 is the header
+        if None in row or None in row.values():
+            fields = len(row) - (None in row) + len(row.get(None) or []) - list(row.values()).count(None)
+            raise UserError(f"{path}: corrupt or truncated {path.name} (line {number} has {fields} fields, the "
+                            f"header {width}); restore it (e.g. from git) or delete it to recompute its cells")
+    return rows
 
 
 def _parse_scalar(text: str):
