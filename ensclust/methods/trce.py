@@ -28,8 +28,8 @@ Sparse state. C and B live on the pairs of blocks co-clustered in some member (t
 the pairs on the USPS pool) and S on the entries the simplex projection keeps; only the distances between the
 embedding rows are dense, and they are formed one block of rows at a time (16 MB): read at C's entries for the
 B-step, then added to B's rows and projected for the S-step. No n_micro^2 array is ever formed (n_micro = 6719
-on the USPS pool: 360 MB each, and the page faults of a few such temporaries per iteration cost about a third
-of a fit's CPU time); the result is the dense iteration's up to the order of floating-point sums.
+on the USPS pool: 360 MB each; the page faults of a dozen such temporaries per iteration were 32 of a fit's
+77 s CPU, results/bench/trce_s17); the result is the dense iteration's up to the order of floating-point sums.
 
 The code's indexing bug (step a): the loop that should compute d2 = sum_k d1(:, k) / alpha_k uses the stale
 index k = m, giving d2 = m d1(:, m) / alpha_m. ``faithful_bug=True`` (default, as the spec recommends) reproduces
@@ -229,8 +229,8 @@ def project_simplex_weighted(V: np.ndarray, weights: np.ndarray, *, n_top: int =
 
 
 #: Entries per block of rows of the dense distance / S-step arrays (16 MB of float64): the n_micro^2 arrays of
-#: the S-step are never formed whole (on the USPS pool, n_micro = 6719, each was 360 MB and their page faults
-#: alone cost a third of a fit's CPU time).
+#: the S-step are never formed whole (on the USPS pool, n_micro = 6719, each was 360 MB, and the page faults of
+#: the dense temporaries were 32 of a fit's 77 s CPU).
 _BLOCK_ENTRIES = 1 << 21
 
 
