@@ -419,20 +419,22 @@ def _read_text_rows(path: Path) -> list[dict]:
     """
     import csv
 
+    remedy = "restore it (e.g. from git) or delete it to recompute its cells"
     try:
         with open(path, newline="", encoding="utf-8") as fh:
-            reader = csv.DictReader(fh)
-            rows = list(reader)
-            width = len(reader.fieldnames or [])
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise UserError(f"{path}: cannot read {path.name} ({_reason(exc) if isinstance(exc, OSError) else exc})") \
-            from None
-    for number, row in enumerate(rows, start=2):   # line 1 is the header
-        if None in row or None in row.values():
-            fields = len(row) - (None in row) + len(row.get(None) or []) - list(row.values()).count(None)
-            raise UserError(f"{path}: corrupt or truncated {path.name} (line {number} has {fields} fields, the "
-                            f"header {width}); restore it (e.g. from git) or delete it to recompute its cells")
-    return rows
+            lines = [line for line in csv.reader(fh) if line]   # blank lines skipped, as csv.DictReader does
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read {path.name} ({_reason(exc)})") from None
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise UserError(f"{path}: corrupt or truncated {path.name} ({exc}); {remedy}") from None
+    if not lines:
+        return []
+    header, *lines = lines
+    for number, line in enumerate(lines, start=2):   # line 1 is the header
+        if len(line) != len(header):
+            raise UserError(f"{path}: corrupt or truncated {path.name} (line {number} has {len(line)} fields, "
+                            f"the header {len(header)}); {remedy}")
+    return [dict(zip(header, line, strict=True)) for line in lines]
 
 
 def _parse_scalar(text: str):
