@@ -114,6 +114,26 @@ def test_dry_run_marks_estimates_from_wall_time_only_records(toy, capsys):
     row = next(line for line in out.splitlines() if line.startswith("toy_a"))
     assert "6 recorded-wall" in row      # the 2 other fits are the pseudo-method rows (scored, not timed)
     assert "of it from wall-time-only records" in out.splitlines()[-1]
+    assert "power-law model" not in out  # every row has its own records
+
+
+def test_dry_run_total_says_how_much_is_extrapolated_by_the_model(toy, capsys):
+    """Rows never fitted anywhere at their size are priced by the per-method power law; the total names that
+    share, since a solve on microclusters can cost far more than n and m predict."""
+    results = toy / "results"
+    code, _, err = invoke_cli(capsys, "reproduce", "toy", "--tier", "quick", "--results", str(results), "--quiet")
+    assert code == 0, err
+    # the fits become records of another experiment at twice the size: toy_a has no record of its own and no
+    # fit of its methods exists at its n, so its rows are priced by the law
+    (results / "toy_a").rename(results / "elsewhere")
+    for cells in results.glob("*/cells.csv"):
+        frame = pd.read_csv(cells)
+        frame["n"] = frame["n"] * 2
+        frame.to_csv(cells, index=False)
+    _, out, _ = invoke_cli(capsys, "reproduce", "toy", "--tier", "quick", "--dry-run", "--results", str(results))
+    row = next(line for line in out.splitlines() if line.startswith("toy_a"))
+    assert " model" in row
+    assert "of it from the power-law model" in out.splitlines()[-1]
 
 
 def test_reproduce_assembles_the_table_with_provenance(toy, capsys):
