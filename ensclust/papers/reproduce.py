@@ -14,6 +14,7 @@ folders writes the same bytes.
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -268,21 +269,23 @@ def dry_run_lines(plan: list[PlannedConfig], results_root="results", from_scratc
     lines = [f"{'config':<36} {'planned':>8} {'finished':>9} {'pending':>8} {'est. CPU':>9}  estimate from"]
     if from_scratch:
         lines[0] = lines[0].replace(" pending", "  priced") + " (from scratch: every planned fit)"
-    total = {"planned": 0, "finished": 0, "pending": 0, "seconds": 0.0, "unknown": 0, "wall": 0.0, "model": 0.0}
+    total = {"planned": 0, "finished": 0, "pending": 0, "seconds": 0.0, "unknown": 0}
+    by_source = defaultdict(float)  # estimate source -> CPU seconds over every config
     for est in estimates(plan, results_root, from_scratch):
         basis = ", ".join(f"{est.cells[k]} {k}" for k in ESTIMATE_SOURCES if est.cells.get(k))
         lines.append(f"{est.config:<36} {est.planned:>8} {est.finished:>9} {est.pending:>8} "
                      f"{format_seconds(est.total_s):>9}  {basis or '-'}")
         for key, value in (("planned", est.planned), ("finished", est.finished), ("pending", est.pending),
-                           ("seconds", est.total_s), ("unknown", est.unknown),
-                           ("wall", est.seconds.get("recorded-wall", 0.0)), ("model", est.seconds.get("model", 0.0))):
+                           ("seconds", est.total_s), ("unknown", est.unknown)):
             total[key] += value
+        for source, seconds in est.seconds.items():
+            by_source[source] += seconds
     unknown = f" (+ {total['unknown']} fits with no estimate)" if total["unknown"] else ""
-    if total["wall"]:   # old records: wall time under load, often of older code - an upper bound
-        unknown += f" ({format_seconds(total['wall'])} of it from wall-time-only records)"
-    if total["model"]:  # extrapolated from other sizes: the cost of a solve on microclusters follows the pool,
+    if by_source["recorded-wall"]:  # old records: wall time under load, often of older code - an upper bound
+        unknown += f" ({format_seconds(by_source['recorded-wall'])} of it from wall-time-only records)"
+    if by_source["model"]:  # extrapolated from other sizes: the cost of a solve on microclusters follows the pool,
         # not n and m alone (RSEC on an EC-CMS pool: 666 s measured against 42 s from the law), so say how much
-        unknown += f" ({format_seconds(total['model'])} of it from the power-law model, no fit of that row yet)"
+        unknown += f" ({format_seconds(by_source['model'])} of it from the power-law model, no fit of that row yet)"
     lines.append(f"{'total (' + str(len(plan)) + ' configs)':<36} {total['planned']:>8} {total['finished']:>9} "
                  f"{total['pending']:>8} {format_seconds(total['seconds']):>9}{unknown}")
     return lines
