@@ -5,14 +5,13 @@
         > results/acmk_sensitivity_hgpa/chance_level.json
 """
 import json
-import os
 
 import numpy as np
 
 from ensclust import metrics
-from ensclust.data.io import read_arrays
+from ensclust.data import load_dataset
 
-y = np.asarray(read_arrays(os.path.join(os.environ.get("ENSCLUST_DATA", "../shared/datasets"), "tr31.mat"))["Y"]).ravel()
+y = load_dataset("tr31").y
 n, k, draws = y.size, np.unique(y).size, 1000
 rng = np.random.default_rng(0)
 blocks = np.repeat(np.arange(k), -(-n // k))[:n]
