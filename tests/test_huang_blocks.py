@@ -284,3 +284,24 @@ def test_walk_step_and_symmetrize_blocks():
         Y = X.copy()
         symmetrize_inplace(Y, block=block)
         assert np.array_equal(Y, Y.T) and np.allclose(Y, (X + X.T) / 2, rtol=0, atol=1e-15)
+
+
+@pytest.mark.parametrize("power", [1, 2, 3, 4, 5, 7, 8])
+def test_power_inplace_matches_numpy_power(power):
+    from ensclust.core.dense import power_inplace
+
+    X = np.random.default_rng(power).uniform(-1.0, 1.0, size=(9, 11))
+    X[0, :3] = [0.0, 1e-90, -1e-40]  # zeros and values whose powers underflow
+    Y = X.copy()
+    out = power_inplace(Y, power)
+    assert out is Y
+    np.testing.assert_allclose(Y, X**power, rtol=8 * np.finfo(float).eps, atol=1e-300)
+    assert np.array_equal(np.sign(Y), np.sign(X**power))
+
+
+@pytest.mark.parametrize("bad", [0, -2, 2.5])
+def test_power_inplace_rejects_non_positive_integer_powers(bad):
+    from ensclust.core.dense import power_inplace
+
+    with pytest.raises(ValueError):
+        power_inplace(np.ones((2, 2)), bad)

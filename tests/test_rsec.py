@@ -56,13 +56,16 @@ def test_l21_shrink_is_the_group_prox(seed):  # R2
         assert np.linalg.norm(X[:, j]) == pytest.approx(best, abs=1e-4)
 
 
-def _dense_reference(S, k, lambda1, lambda2, n_iter):
-    """A dense transcription of the spec's iteration (explicit inverse, S^T S, SVD-based post-processing)."""
+def _dense_reference(S, k, lambda1, lambda2, n_iter, residuals=None):
+    """A dense transcription of the spec's iteration (explicit inverse, S^T S, SVD-based post-processing).
+    ``residuals`` (a list) receives the stopping rule's max(|S - SZ - E|_inf, |Z - J|_inf) per iteration."""
+    residuals = [] if residuals is None else residuals
     n = S.shape[0]
     mu = 1.5 / np.linalg.norm(S, 2)
     Z = np.zeros((n, n)); J = Z.copy(); E = Z.copy(); Y1 = Z.copy(); Y2 = Z.copy()  # noqa: E702
     H = np.zeros((n, k)); Dm = np.eye(n)  # noqa: E702
     Q = np.linalg.inv(S.T @ S + np.eye(n))
+    residuals.clear()
     for _ in range(n_iter):
         U, s, Vt = np.linalg.svd(Z + Y2 / mu)
         J = (U * np.maximum(s - lambda1 / mu, 0)) @ Vt
@@ -78,6 +81,7 @@ def _dense_reference(S, k, lambda1, lambda2, n_iter):
         W = (P @ P.T) ** 4
         Dm = np.diag(1 / np.sqrt(W.sum(axis=1)))
         H = Dm @ np.linalg.svd(Dm @ W @ Dm)[0][:, :k]
+        residuals.append(max(np.abs(S - S @ Z - E).max(), np.abs(Z - J).max()))
         Y1 += mu * (S - S @ Z - E)
         Y2 += mu * (Z - J)
         mu = min(1.1 * mu, 1e10)
@@ -115,16 +119,21 @@ def test_microcluster_iteration_matches_the_dense_object_level_iteration(seed):
         H, W, Z, _, micro, diag = rsec_solve(members, 3, lambda1=0.5, lambda2=0.2, max_iter=n_iter, tol=0.0)
         assert micro.n_micro < 30 and micro.sizes.max() > 3
         H, W, Z = _expand(H, W, Z, micro)
-        Z_ref, _, W_ref, H_ref = _dense_reference(S, 3, 0.5, 0.2, n_iter)
+        res_ref = []
+        Z_ref, _, W_ref, H_ref = _dense_reference(S, 3, 0.5, 0.2, n_iter, res_ref)
         np.testing.assert_allclose(Z, Z_ref, atol=1e-7)
         np.testing.assert_allclose(W, W_ref, atol=1e-7)
         np.testing.assert_allclose(np.abs(H), np.abs(H_ref), atol=1e-7)
+        # the stopping rule's residual (through the coefficient form and its Cauchy-Schwarz shortcut)
+        np.testing.assert_allclose(diag["residual"], res_ref, rtol=1e-6, atol=1e-12)
     # to convergence: the labels of both outputs equal those of the object-level reference post-processing
     for name in ("rsec-h", "rsec-z"):
         fit = get_method(name, lambda1=0.5, lambda2=0.2).fit(members, 3, random_state=seed)
         assert fit.diagnostics_["converged"]
         n_iter = fit.diagnostics_["n_iter"]
-        Z_ref, _, W_ref, H_ref = _dense_reference(S, 3, 0.5, 0.2, n_iter)
+        res_ref = []
+        Z_ref, _, W_ref, H_ref = _dense_reference(S, 3, 0.5, 0.2, n_iter, res_ref)
+        np.testing.assert_allclose(fit.diagnostics_["residual"], res_ref, rtol=1e-5, atol=1e-13)
         W_fit = fit.consensus_matrix_[np.ix_(fit.microclusters_.assignment, fit.microclusters_.assignment)]
         np.testing.assert_allclose(W_fit, W_ref, atol=1e-6)
         rng_ref = np.random.default_rng(seed)

@@ -36,16 +36,23 @@ Exact savings (nothing approximated beyond rounding):
   identical in every step, so the iteration runs on N x N matrices (N = number of microclusters, e.g. 2622
   instead of 6435 on LS) in weighted coordinates (see :func:`rsec_solve`); RSEC-H's k-means and RSEC-Z's NJW
   k-means still run on the n object rows with the same random stream.
-* S = U diag(s) U^T from an SVD of the weighted B (rank r <= K), so Q = I - U diag(s^2/(1+s^2)) U^T and every
-  product with S or Q costs O(N^2 r) instead of O(N^3) (five such products per iteration).
+* S = U diag(s) U^T from an SVD of the weighted B (rank r <= K), so Q = I - U diag(s^2/(1+s^2)) U^T.
+  Y1, E and the residual S - SZ - E have their columns in S's range U (they start at 0 and every update adds
+  U times something), so they are kept as r x N coefficients (Y1 = U y1, E = U e; the column norms of step 3
+  are those of the coefficients), and U^T Z, U^T Y2 are carried along: an iteration has two N^2 r products
+  (forming Z, and - in the iterations where a Cauchy-Schwarz bound does not settle it - the residual S - SZ - E,
+  whose maximum the stopping rule needs).
 * Step 1: the columns of Z + Y2/mu lie in span(U, J's last left singular vectors, the last D^-1/2 H's), of
-  dimension R = r + rank J + 3k; the SVT is an R x N SVD (:func:`svt_in_span`). Step 4: the columns of W0 lie in
+  dimension R = r + rank J + 3k; the SVT is an R x N SVD (:func:`svt_in_span`) of coefficients whose first r
+  rows are U^T Z + U^T Y2 / mu. Step 4: the columns of W0 lie in
   span(that basis, the rows of Z, H), of dimension <= 2R + k; the eigendecomposition is that of a core matrix
   (:func:`eig_in_span`). Both are checked through Frobenius norms and fall back to the N x N decomposition.
 
 What remains per iteration: the N^2 affinity (P P^T)^{o4} with r_P ~ r kept eigenpairs, the top-k
 eigenvectors of its normalisation (dense: ARPACK needs more time here, the top eigenvalues being clustered),
-and N^2 r products (the residual S - SZ - E has S's column space): see results/bench/rsec_s6.
+the two N^2 r products, the R x N SVD and the eigendecomposition of the step-4 core (its rows escape span(U, ...)
+once the column shrinkage of step 3 is active, so it is up to 2R + k wide): see results/bench/rsec_s6 and
+results/bench/rsec_s19.
 ``dtype="float32"`` runs the decompositions and products in single precision (the 1e-7 tolerance is then out
 of reach, so convergence is declared at ``tol_float32``).
 """
@@ -55,6 +62,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import linalg
 
+from ensclust.core.dense import power_inplace
 from ensclust.core.microclusters import compute_microclusters
 from ensclust.core.spectral import _DENSE_LIMIT, _row_normalize, kmeans_labels, top_eigenpairs_dense
 from ensclust.methods import register
@@ -78,26 +86,25 @@ def svt(M: np.ndarray, tau: float) -> tuple[np.ndarray, int]:
     return (U[:, :r] * (s[:r] - tau)) @ Vt[:r], r
 
 
-def svt_in_span(M: np.ndarray, tau: float, basis: np.ndarray, *, check: float = 1e-7):
-    """SVT of a matrix whose columns lie in the span of the orthonormal ``basis`` (N x R, R < N).
+def svt_in_span(M: np.ndarray, tau: float, basis: np.ndarray, *, C: np.ndarray | None = None,
+                check: float = 1e-7):
+    """SVT of a matrix whose columns lie in the span of the orthonormal ``basis`` (N x R, R < N), as factors.
 
     M = basis C with C = basis^T M (R x N), so the singular values of M are those of C and its left singular
-    vectors are basis times those of C: an R x N SVD replaces the N x N one. The span is checked through
-    |M|_F^2 - |C|_F^2 = |M - basis C|_F^2; should it hold more than ``check`` (relative, in norm) of M, the
-    full SVD is used instead. Returns (X, left, rank, in_span) with ``left`` the N x rank left singular vectors
-    of X and ``in_span`` False when the full SVD was used.
+    vectors are basis times those of C: an R x N SVD replaces the N x N one. ``C`` may be given when the caller
+    has it cheaper than the N^2 R product. The span is checked through |M|_F^2 - |C|_F^2 = |M - basis C|_F^2;
+    should it hold more than ``check`` (relative, in norm) of M, the full SVD is used instead. Returns
+    (left, shrunk, Vt, rank, in_span): SVT(M) = (left * shrunk) @ Vt with ``left`` the N x rank left singular
+    vectors, ``shrunk`` the thresholded singular values, and ``in_span`` False when the full SVD was used.
     """
-    C = basis.T @ M
+    if C is None:
+        C = basis.T @ M
     m2 = float(np.einsum("ij,ij->", M, M))
     if m2 - float(np.einsum("ij,ij->", C, C)) > check**2 * m2:
         return (*_svt_factors(M, tau), False)
     W, s, Vt = _svd(C)
-    keep = s > tau
-    r = int(keep.sum())
-    if r == 0:
-        return np.zeros_like(M), np.zeros((M.shape[0], 0), dtype=M.dtype), 0, True
-    left = basis @ W[:, :r]
-    return (left * (s[:r] - tau)) @ Vt[:r], left, r, True
+    r = int((s > tau).sum())
+    return basis @ W[:, :r], s[:r] - tau, Vt[:r], r, True
 
 
 def _svd(M):
@@ -109,11 +116,8 @@ def _svd(M):
 
 def _svt_factors(M, tau):
     U, s, Vt = _svd(M)
-    keep = s > tau
-    r = int(keep.sum())
-    if r == 0:
-        return np.zeros_like(M), np.zeros((M.shape[0], 0), dtype=M.dtype), 0
-    return (U[:, :r] * (s[:r] - tau)) @ Vt[:r], U[:, :r], r
+    r = int((s > tau).sum())
+    return U[:, :r], s[:r] - tau, Vt[:r], r
 
 
 def span_basis(U: np.ndarray, extra: list, *, rel_tol: float = 1e-12) -> np.ndarray:
@@ -196,7 +200,7 @@ def lrr_affinity(W0: np.ndarray | None, *, rel_tol: float = 1e-4, power: int = 4
     norms[norms == 0] = 1.0
     P /= norms
     W = P @ P.T
-    return W**power
+    return power_inplace(W, power)
 
 
 def degree_embedding(W: np.ndarray, k: int, sizes: np.ndarray | None = None, start: np.ndarray | None = None):
@@ -274,9 +278,6 @@ def rsec_solve(members: np.ndarray, k: int, *, lambda1: float, lambda2: float, r
     Ut = np.ascontiguousarray(U.T)
     q = s**2 / (1.0 + s**2)  # Q = (S^T S + I)^-1 = I - U diag(q) U^T;  Q S^T S = U diag(q) U^T
 
-    def S_mul(M):  # S~ @ M in O(N^2 r)
-        return U @ (s[:, None] * (Ut @ M))
-
     def block_max(M):  # max |object-level entries| = max |M~_ab| / sqrt(w_a w_b)
         return float(np.abs(M * inv_sq[:, None] * inv_sq[None, :]).max())
 
@@ -286,11 +287,18 @@ def rsec_solve(members: np.ndarray, k: int, *, lambda1: float, lambda2: float, r
         norm_S = float(((Bc @ (Bc.T @ w)) / m).max())
     mu = 1.5 / norm_S
 
-    N = U.shape[0]
+    N, r = U.shape
     Z = np.zeros((N, N), dtype=dtype)
-    E = np.zeros_like(Z)
-    Y1 = np.zeros_like(Z)
     Y2 = np.zeros_like(Z)
+    # Y1, E and the residual S - SZ - E keep their columns in S's range U (they start at 0 and every update adds
+    # U times something): they are stored as r x N coefficients y1 = U^T Y1, e = U^T E. U^T Z and U^T Y2 are
+    # carried along, so that no product U^T (N x N) is ever needed.
+    y1 = np.zeros((r, N), dtype=dtype)
+    e = np.zeros_like(y1)
+    UtZ = np.zeros_like(y1)
+    UtY2 = np.zeros_like(y1)
+    sUt = s[:, None] * Ut  # U^T S
+    U_row_scale = float((np.linalg.norm(U, axis=1) * inv_sq).max())  # max_a |U_a| / sqrt(w_a)
     Hs = np.zeros((N, k), dtype=dtype)  # D^-1/2 H in weighted coordinates
     Hs_hist = []  # the last three Hs: the columns step 2 and the Y2 update add outside span(U)
     J_left = np.zeros((N, 0), dtype=dtype)
@@ -302,40 +310,49 @@ def rsec_solve(members: np.ndarray, k: int, *, lambda1: float, lambda2: float, r
     converged = False
     for _ in range(max_iter):
         # step 1 in the span of the iterates' columns: S's range U, J's last left singular vectors and the
-        # last three D^-1/2 H (step 2 and the Y2 update add only these outside U), R = r + rank J + 3k << N
+        # last three D^-1/2 H (step 2 and the Y2 update add only these outside U), R = r + rank J + 3k << N;
+        # the first r rows of the coefficients, U^T (Z + Y2/mu), are carried along
         basis = span_basis(U, [J_left, *Hs_hist])
+        M = Z + Y2 / mu
         if basis.shape[1] < N:
-            J, J_left, rank, in_span = svt_in_span(Z + Y2 / mu, lambda1 / mu, basis)
+            C = np.vstack([UtZ + UtY2 / mu, basis[:, r:].T @ M])
+            J_left, shrunk, J_right, rank, in_span = svt_in_span(M, lambda1 / mu, basis, C=C)
+            del C
             n_span += in_span
         else:
-            J, J_left, rank = _svt_factors(Z + Y2 / mu, lambda1 / mu)
+            J_left, shrunk, J_right, rank = _svt_factors(M, lambda1 / mu)
             in_span = False
-        # step 2: Z = Q S^T S + Q inner, Q = I - U diag(q) U^T
-        # (S^T Y1 - mu S^T E in one product; U^T Z from U^T inner since U^T U = I; S - SZ = U diag(s) U^T (I - Z)
-        # in one product: five N^2 r products per iteration)
-        inner = J + (S_mul(Y1 - mu * E) - Y2 + Hs @ Hs.T) / mu
-        Ut_inner = Ut @ inner
-        Z = inner + U @ (q[:, None] * (Ut - Ut_inner))
-        del inner
+        del M
+        J = (J_left * shrunk) @ J_right
+        UtJ = ((Ut @ J_left) * shrunk) @ J_right
+        # step 2: Z = Q S^T S + Q inner, inner = J + (S (Y1 - mu E) - Y2 + Hs Hs^T)/mu, Q = I - U diag(q) U^T;
+        # S (Y1 - mu E) = U a with a = diag(s) (y1 - mu e), so Z = J + (Hs Hs^T - Y2)/mu + U (a/mu + q (U^T -
+        # U^T inner)): one N^2 r product
+        a_mu = (s[:, None] * (y1 - mu * e)) / mu
+        Ut_inner = UtJ + a_mu + ((Ut @ Hs) @ Hs.T - UtY2) / mu
+        Z = J + (Hs @ Hs.T - Y2) / mu
+        Z += U @ (a_mu + q[:, None] * (Ut - Ut_inner))
         UtZ = Ut_inner + q[:, None] * (Ut - Ut_inner)
-        del Ut_inner
-        # step 3: G = S - SZ + Y1/mu; object column norms are |G~[:, b]| / sqrt(w_b)
-        primal1 = U @ (s[:, None] * (Ut - UtZ))  # S - SZ (minus E below)
-        del UtZ
-        G = primal1 + Y1 / mu
-        norms = np.linalg.norm(G, axis=0) * inv_sq
+        del Ut_inner, a_mu
+        # step 3: G = S - SZ + Y1/mu = U g; object column norms are |G~[:, b]| / sqrt(w_b) = |g[:, b]| / sqrt(w_b)
+        p1 = sUt - s[:, None] * UtZ  # U^T (S - SZ)
+        g = p1 + y1 / mu
+        norms = np.linalg.norm(g, axis=0) * inv_sq
         tau2 = lambda2 / mu
         shrink = np.zeros_like(norms)
         big = norms > tau2
         shrink[big] = (norms[big] - tau2) / norms[big]
-        E = G * shrink[None, :]
-        del G
-        primal1 -= E
+        e = g * shrink[None, :]
+        del g
+        p1 -= e  # S - SZ - E = U p1
         # step 4: W0 = (Z + Z^T)/2 + H H^T; LRR post-processing on the object rows of P
         W0 = (Z + Z.T) / 2.0 + Ht @ Ht.T
         # Z's columns lie in the basis of step 1 (J, S's range and the Hs of step 2 and of Y2): the
         # eigendecomposition of W0 reduces to a core of size <= 2R + k (eig_in_span)
-        eig = eig_in_span(W0, basis, basis.T @ Z, Ht) if in_span and basis.shape[1] < N else None
+        if in_span and basis.shape[1] < N:
+            eig = eig_in_span(W0, basis, np.vstack([UtZ, basis[:, r:].T @ Z]), Ht)
+        else:
+            eig = None
         n_eig_span += eig is not None
         W = (lrr_affinity(W0, row_scale=inv_sq) if eig is None
              else lrr_affinity(None, row_scale=inv_sq, eig=eig[0], eig_basis=eig[1]))
@@ -347,15 +364,21 @@ def rsec_solve(members: np.ndarray, k: int, *, lambda1: float, lambda2: float, r
         Hs_hist = [Hs, *Hs_hist[:2]]
         primal2 = Z - J
         del J
-        res = max(block_max(primal1), block_max(primal2))
+        # max|S - SZ - E| needs the N^2 r product U p1 only when its Cauchy-Schwarz bound
+        # |(U p1)_ab| / sqrt(w_a w_b) <= (|U_a| / sqrt(w_a)) (|p1_b| / sqrt(w_b)) exceeds max|Z - J|: the maximum
+        # of the two is then max|Z - J| exactly (about half the iterations, those near convergence)
+        res = block_max(primal2)
+        if U_row_scale * float((np.linalg.norm(p1, axis=0) * inv_sq).max()) > res:
+            res = max(res, block_max(U @ p1))
         residuals.append(res)
         ranks.append(rank)
         if res < tol:
             converged = True
             break
-        Y1 += mu * primal1
+        y1 += mu * p1
         Y2 += mu * primal2
-        del primal1, primal2
+        UtY2 += mu * (UtZ - UtJ)
+        del primal2
         mu = min(rho * mu, mu_max)
     diagnostics = {"residual": residuals, "n_iter": len(residuals), "converged": converged, "rank_J": ranks,
                    "mu0": 1.5 / norm_S, "n_micro": int(N),
