@@ -365,8 +365,8 @@ def rsec_solve(members: np.ndarray, k: int, *, lambda1: float, lambda2: float, r
         primal2 = Z - J
         del J
         # max|S - SZ - E| needs the N^2 r product U p1 only when its Cauchy-Schwarz bound
-        # |(U p1)_ab| / sqrt(w_a w_b) <= (|U_a| / sqrt(w_a)) (|p1_b| / sqrt(w_b)) exceeds max|Z - J|: the maximum
-        # of the two is then max|Z - J| exactly (about half the iterations, those near convergence)
+        # |(U p1)_ab| / sqrt(w_a w_b) <= (|U_a| / sqrt(w_a)) (|p1_b| / sqrt(w_b)) exceeds max|Z - J|; otherwise
+        # the maximum of the two is max|Z - J| exactly (about half the iterations, those near convergence)
         res = block_max(primal2)
         if U_row_scale * float((np.linalg.norm(p1, axis=0) * inv_sq).max()) > res:
             res = max(res, block_max(U @ p1))
