@@ -65,7 +65,6 @@ def _dense_reference(S, k, lambda1, lambda2, n_iter, residuals=None):
     Z = np.zeros((n, n)); J = Z.copy(); E = Z.copy(); Y1 = Z.copy(); Y2 = Z.copy()  # noqa: E702
     H = np.zeros((n, k)); Dm = np.eye(n)  # noqa: E702
     Q = np.linalg.inv(S.T @ S + np.eye(n))
-    residuals.clear()
     for _ in range(n_iter):
         U, s, Vt = np.linalg.svd(Z + Y2 / mu)
         J = (U * np.maximum(s - lambda1 / mu, 0)) @ Vt

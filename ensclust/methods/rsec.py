@@ -75,30 +75,22 @@ def svt(M: np.ndarray, tau: float) -> tuple[np.ndarray, int]:
     LAPACK's divide-and-conquer ``gesdd`` occasionally fails to converge on a finite matrix (seen once on
     Led7digit in AWEC's medium table); the slower QR-iteration ``gesvd`` then computes the same decomposition.
     """
-    try:
-        U, s, Vt = linalg.svd(M, full_matrices=False, check_finite=False, lapack_driver="gesdd")
-    except linalg.LinAlgError:
-        U, s, Vt = linalg.svd(M, full_matrices=False, check_finite=False, lapack_driver="gesvd")
-    keep = s > tau
-    r = int(keep.sum())
+    left, shrunk, Vt, r = _svt_factors(M, tau)
     if r == 0:
         return np.zeros_like(M), 0
-    return (U[:, :r] * (s[:r] - tau)) @ Vt[:r], r
+    return (left * shrunk) @ Vt, r
 
 
-def svt_in_span(M: np.ndarray, tau: float, basis: np.ndarray, *, C: np.ndarray | None = None,
-                check: float = 1e-7):
+def svt_in_span(M: np.ndarray, tau: float, basis: np.ndarray, C: np.ndarray, *, check: float = 1e-7):
     """SVT of a matrix whose columns lie in the span of the orthonormal ``basis`` (N x R, R < N), as factors.
 
     M = basis C with C = basis^T M (R x N), so the singular values of M are those of C and its left singular
-    vectors are basis times those of C: an R x N SVD replaces the N x N one. ``C`` may be given when the caller
-    has it cheaper than the N^2 R product. The span is checked through |M|_F^2 - |C|_F^2 = |M - basis C|_F^2;
-    should it hold more than ``check`` (relative, in norm) of M, the full SVD is used instead. Returns
-    (left, shrunk, Vt, rank, in_span): SVT(M) = (left * shrunk) @ Vt with ``left`` the N x rank left singular
-    vectors, ``shrunk`` the thresholded singular values, and ``in_span`` False when the full SVD was used.
+    vectors are basis times those of C: an R x N SVD replaces the N x N one. The caller gives ``C`` (it has most
+    of its rows cheaper than the N^2 R product). The span is checked through |M|_F^2 - |C|_F^2 =
+    |M - basis C|_F^2; should it hold more than ``check`` (relative, in norm) of M, the full SVD is used instead.
+    Returns (left, shrunk, Vt, rank, in_span): SVT(M) = (left * shrunk) @ Vt with ``left`` the N x rank left
+    singular vectors, ``shrunk`` the thresholded singular values, and ``in_span`` False when the full SVD was used.
     """
-    if C is None:
-        C = basis.T @ M
     m2 = float(np.einsum("ij,ij->", M, M))
     if m2 - float(np.einsum("ij,ij->", C, C)) > check**2 * m2:
         return (*_svt_factors(M, tau), False)
@@ -108,6 +100,7 @@ def svt_in_span(M: np.ndarray, tau: float, basis: np.ndarray, *, C: np.ndarray |
 
 
 def _svd(M):
+    """Thin SVD by gesdd, falling back to gesvd when divide and conquer does not converge (see :func:`svt`)."""
     try:
         return linalg.svd(M, full_matrices=False, check_finite=False, lapack_driver="gesdd")
     except linalg.LinAlgError:
@@ -115,6 +108,7 @@ def _svd(M):
 
 
 def _svt_factors(M, tau):
+    """Factors (left, shrunk, Vt, rank) of SVT_tau(M) = (left * shrunk) @ Vt from a full thin SVD."""
     U, s, Vt = _svd(M)
     r = int((s > tau).sum())
     return U[:, :r], s[:r] - tau, Vt[:r], r
@@ -316,7 +310,7 @@ def rsec_solve(members: np.ndarray, k: int, *, lambda1: float, lambda2: float, r
         M = Z + Y2 / mu
         if basis.shape[1] < N:
             C = np.vstack([UtZ + UtY2 / mu, basis[:, r:].T @ M])
-            J_left, shrunk, J_right, rank, in_span = svt_in_span(M, lambda1 / mu, basis, C=C)
+            J_left, shrunk, J_right, rank, in_span = svt_in_span(M, lambda1 / mu, basis, C)
             del C
             n_span += in_span
         else:
