@@ -141,12 +141,43 @@ def test_rcec_properties_and_determinism():
     assert np.array_equal(a, b)
 
 
-def test_inverse_sqrt_gram_low_rank_route_equals_eigh():
-    from ensclust.methods.rcec import inverse_sqrt_gram
+@pytest.mark.parametrize("shape", [(7, 15), (5, 40), (20, 6)])
+def test_gram_spectrum_both_routes_equal_the_direct_definitions(shape):
+    from ensclust.methods.rcec import gram_spectrum
 
-    X = np.random.default_rng(0).uniform(0, 1, (7, 15))  # n < K: SVD route
-    w, Q = np.linalg.eigh(X.T @ X + 0.01 * np.eye(15))
-    np.testing.assert_allclose(inverse_sqrt_gram(X, 0.01), (Q / np.sqrt(w)) @ Q.T, atol=1e-9)
-    Y = np.random.default_rng(1).uniform(0, 1, (20, 6))  # n >= K: eigh route
-    w, Q = np.linalg.eigh(Y.T @ Y + 0.01 * np.eye(6))
-    np.testing.assert_allclose(inverse_sqrt_gram(Y, 0.01), (Q / np.sqrt(w)) @ Q.T, atol=1e-9)
+    X = np.random.default_rng(sum(shape)).uniform(0, 1, shape)
+    X[:, 1] = 0.0  # a zero column: X X^T may still be full rank, X^T X is singular
+    if shape[0] < shape[1]:
+        X[1] = X[0]  # n < K route (X X^T): a zero eigenvalue of X X^T
+    K = shape[1]
+    w, Q = np.linalg.eigh(X.T @ X + 0.01 * np.eye(K))
+    H_ref = (Q / np.sqrt(w)) @ Q.T
+    H, XH, s = gram_spectrum(X, 0.01)
+    np.testing.assert_allclose(H, H_ref, atol=1e-9)
+    if shape[0] < shape[1]:  # F^T F is computed as a symmetric rank-n update and mirrored
+        assert np.array_equal(H, H.T)
+    if shape[0] < shape[1]:
+        np.testing.assert_allclose(XH, X @ H_ref, atol=1e-9)
+    else:  # X H would cost a product: the update forms X H^- itself
+        assert XH is None
+    sv = np.linalg.svd(X, compute_uv=False)
+    np.testing.assert_allclose(np.sort(s)[::-1][:sv.size], sv, atol=1e-7)
+    assert rcec_objective(np.zeros_like(X), X, 0.1, 0.01, 1.0, s=s) == pytest.approx(
+        rcec_objective(np.zeros_like(X), X, 0.1, 0.01, 1.0), rel=1e-12)
+
+
+@pytest.mark.parametrize("shape", [(12, 30), (30, 12)])
+def test_update_equals_the_printed_two_product_form(shape):
+    # Eq. 5 with X H^- and X H^+ as two products of the dense H (the form the paper prints)
+    rng = np.random.default_rng(3)
+    X = rng.uniform(0.001, 1, shape)
+    L = (rng.random(shape) < 0.2).astype(float)
+    lam, gamma, beta = 0.1, 0.01, 2.0
+    w, Q = np.linalg.eigh(X.T @ X + gamma * np.eye(shape[1]))
+    H = (Q / np.sqrt(w)) @ Q.T
+    H_pos = np.maximum(H, 0)
+    D = 1.0 / (np.linalg.norm(X, axis=0) + 1e-10)
+    ref = X * np.sqrt((2 * L + lam * (X @ (H_pos - H))) / (2 * X + beta * X * D + lam * (X @ H_pos)))
+    np.testing.assert_allclose(rcec_update(L, X, lam, gamma, beta), ref, rtol=1e-10)
+    if shape[0] >= shape[1]:  # the K x K route is the printed form itself, bit for bit
+        np.testing.assert_array_equal(rcec_update(L, X, lam, gamma, beta), ref)

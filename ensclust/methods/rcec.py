@@ -10,8 +10,9 @@ solved by the multiplicative update of paper Eq. 5 (spec 3.3),
     H = (X^T X + gamma I)^{-1/2} = H^+ - H^-,   D = diag(1 / (||X_.j|| + varsigma)),
 
 then normalised-cut spectral clustering of X X^T (spec 3.5) computed from the thin SVD of D^{-1/2} X, so the
-n x n kernel is never formed. Each iteration costs O(n K^2 + K^3) (X^T X, one K x K eigendecomposition, two
-n x K by K x K products) and O(n K + K^2) memory, as the paper states.
+n x n kernel is never formed. Each iteration costs O(n K^2 + K^3) (X^T X, one K x K eigendecomposition, one
+n x K by K x K product, X H^+) and O(n K + K^2) memory, as the paper states; when n < K the n x n
+eigendecomposition of X X^T gives H and X H in O(n^2 K + n K^2) (:func:`gram_spectrum`).
 
 The printed derivative uses D_jj = 1/||X_.j||^2 (spec R1), which is the fixed-point rule of a different,
 non-convex penalty; the gradient of beta ||X_.j|| needs 1/||X_.j||. ``l21_weight="norm"`` (default) is the
@@ -21,6 +22,7 @@ correct rule; ``l21_weight="squared"`` reproduces the printed one for comparison
 from __future__ import annotations
 
 import numpy as np
+from scipy import linalg
 
 from ensclust.core.labels import one_hot
 from ensclust.core.spectral import ncut_linear_kernel
@@ -49,23 +51,38 @@ def rcec_gradient(L, X, lam, gamma, beta, varsigma=0.0):
     return 2 * X - 2 * L + lam * X @ H + beta * X * D[None, :]
 
 
-def gram_spectrum(X: np.ndarray, gamma: float) -> tuple[np.ndarray, np.ndarray]:
-    """H = (X^T X + gamma I)^{-1/2} (K x K) and the singular values of X, from one decomposition.
+def gram_spectrum(X: np.ndarray, gamma: float) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    """H = (X^T X + gamma I)^{-1/2} (K x K), X H when n < K (else None) and the singular values of X.
 
-    When n < K the Gram matrix has rank <= n, so the thin SVD X = U S V^T gives
-    H = V diag((s^2 + gamma)^{-1/2} - gamma^{-1/2}) V^T + gamma^{-1/2} I  in O(n^2 K + K^2 n) instead of a K x K
-    eigendecomposition (ORL: n = 400, K = 1200).
+    When n < K the Gram matrix X^T X has rank <= n, so the n x n eigendecomposition X X^T = U diag(l) U^T gives,
+    with M = U^T X (its rows are sqrt(l) times X's right singular vectors),
+
+        H = gamma^{-1/2} I + M^T diag(f) M,   X H = gamma^{-1/2} X + U diag(l f) M,
+        f(l) = ((l + gamma)^{-1/2} - gamma^{-1/2}) / l = -1 / (sqrt(gamma) sqrt(l + gamma) (sqrt(l + gamma) + sqrt(gamma))),
+
+    f written without the division by l, so a zero eigenvalue needs no guard: an n x n eigendecomposition and
+    O(n^2 K + n K^2 / 2) products (H by a symmetric rank-n update) replace the thin SVD of X and the product
+    X H (ORL: n = 400, K = 1200). Otherwise H comes from the K x K eigendecomposition of X^T X + gamma I; there
+    X H would cost as much as X H^- itself, so none is returned.
     """
     n, K = X.shape
     if n < K:
-        _, s, Vt = np.linalg.svd(X, full_matrices=False)
-        scale = 1.0 / np.sqrt(s**2 + gamma) - 1.0 / np.sqrt(gamma)
-        H = (Vt.T * scale) @ Vt
-        H[np.diag_indices(K)] += 1.0 / np.sqrt(gamma)
-        return H, s
+        lam, U = linalg.eigh(X @ X.T, check_finite=False)
+        lam = np.clip(lam, 0.0, None)
+        root_g, root_l = np.sqrt(gamma), np.sqrt(lam + gamma)
+        f = -1.0 / (root_g * root_l * (root_l + root_g))
+        M = U.T @ X
+        # H = gamma^{-1/2} I - F^T F with F = sqrt(-f) M (f < 0): numpy computes F^T F as a symmetric rank-n
+        # update (syrk) and mirrors it, so H is exactly symmetric
+        F = np.sqrt(-f)[:, None] * M
+        H = F.T @ F
+        np.negative(H, out=H)
+        H[np.diag_indices(K)] += 1.0 / root_g
+        XH = X / root_g + U @ ((lam * f)[:, None] * M)
+        return H, XH, np.sqrt(lam)
     w, Q = np.linalg.eigh(X.T @ X + gamma * np.eye(K))
     w = np.clip(w, gamma, None)
-    return (Q / np.sqrt(w)) @ Q.T, np.sqrt(w - gamma)
+    return (Q / np.sqrt(w)) @ Q.T, None, np.sqrt(w - gamma)
 
 
 def inverse_sqrt_gram(X: np.ndarray, gamma: float) -> np.ndarray:
@@ -73,16 +90,22 @@ def inverse_sqrt_gram(X: np.ndarray, gamma: float) -> np.ndarray:
     return gram_spectrum(X, gamma)[0]
 
 
-def rcec_update(L, X, lam, gamma, beta, *, varsigma=1e-10, squared=False, H=None):
-    """One multiplicative step of paper Eq. 5 (spec 3.3); returns the new X (``H`` of X when already known)."""
+def rcec_update(L, X, lam, gamma, beta, *, varsigma=1e-10, squared=False, H=None, XH=None):
+    """One multiplicative step of paper Eq. 5 (spec 3.3); returns the new X.
+
+    ``H`` and ``XH`` = X H of the current X when already known (:func:`gram_spectrum`). H = H^+ - H^-, so
+    X H^- = X H^+ - X H when X H comes from the decomposition (n < K: one n x K x K product per step instead of
+    two; X H^- >= 0, so the difference is clipped at 0 against rounding); otherwise X H^- is the product itself.
+    """
     if H is None:
-        H = inverse_sqrt_gram(X, gamma)
+        H, XH, _ = gram_spectrum(X, gamma)
     H_pos = np.maximum(H, 0.0)
-    H_neg = H_pos - H
+    XH_pos = X @ H_pos
+    XH_neg = X @ (H_pos - H) if XH is None else np.maximum(XH_pos - XH, 0.0)
     norms = np.linalg.norm(X, axis=0)
     D = 1.0 / (norms**2 + varsigma) if squared else 1.0 / (norms + varsigma)
-    numer = 2.0 * L + lam * (X @ H_neg)
-    denom = 2.0 * X + beta * X * D[None, :] + lam * (X @ H_pos)
+    numer = 2.0 * L + lam * XH_neg
+    denom = 2.0 * X + beta * X * D[None, :] + lam * XH_pos
     return X * np.sqrt(numer / np.maximum(denom, _TINY))
 
 
@@ -124,13 +147,14 @@ class RCEC(ConsensusMethod):
         lam, gamma, beta = p["lambda"], p["gamma"], p["beta"]
         # Strictly positive start: a multiplicative update never revives an exact zero.
         X = rng.uniform(1e-3, 1.0, size=L.shape)
-        H, s = gram_spectrum(X, gamma)
+        H, XH, s = gram_spectrum(X, gamma)
         history = [rcec_objective(L, X, lam, gamma, beta, s=s)]
         converged = False
         for _ in range(p["max_iter"]):
-            X = rcec_update(L, X, lam, gamma, beta, varsigma=p["varsigma"], squared=p["l21_weight"] == "squared", H=H)
-            # one decomposition per iteration serves both J(X_t) and the next step's H
-            H, s = gram_spectrum(X, gamma)
+            X = rcec_update(L, X, lam, gamma, beta, varsigma=p["varsigma"], squared=p["l21_weight"] == "squared",
+                             H=H, XH=XH)
+            # one decomposition per iteration serves both J(X_t) and the next step's H, X H
+            H, XH, s = gram_spectrum(X, gamma)
             history.append(rcec_objective(L, X, lam, gamma, beta, s=s))
             if abs(history[-2] - history[-1]) <= p["tol"] * max(abs(history[-2]), _TINY):
                 converged = True
