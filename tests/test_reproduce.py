@@ -92,6 +92,10 @@ def test_dry_run_from_scratch_prices_the_finished_fits_too(toy, capsys):
     assert "from scratch" in out.splitlines()[0]
     row = next(line for line in out.splitlines() if line.startswith("toy_a")).split()
     assert row[1] == row[2] == row[3] and "recorded" in " ".join(row[6:])  # every fit priced, from its own record
+    # the registry names of the methods that carry the estimate
+    by_method = next(line for line in out.splitlines() if line.startswith("largest by method: "))
+    names = [part.split()[0] for part in by_method.removeprefix("largest by method: ").split(", ")]
+    assert set(names) == {"eac-al", "km-avg"}
     code, _, err = invoke_cli(capsys, "reproduce", "toy", "--from-scratch", "--results", str(results))
     assert code == 2 and "--from-scratch goes with --dry-run" in err
 

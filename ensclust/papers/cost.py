@@ -62,6 +62,7 @@ class ConfigEstimate:
     pending: int
     seconds: dict = field(default_factory=lambda: defaultdict(float))  # estimate source -> CPU seconds
     cells: dict = field(default_factory=lambda: defaultdict(int))  # estimate source -> pending cells
+    by_method: dict = field(default_factory=lambda: defaultdict(float))  # registry name -> CPU seconds
 
     @property
     def total_s(self) -> float:
@@ -228,6 +229,8 @@ def estimate_config(config, results_root, model: CostModel, from_scratch: bool =
         est.cells[source] += 1
         if not math.isnan(t):
             est.seconds[source] += t
+            if source != "unknown":
+                est.by_method[cell["method_name"]] += t
     return est
 
 

@@ -259,6 +259,10 @@ def estimates(plan: list[PlannedConfig], results_root="results", from_scratch: b
     return [estimate_config(p.config, results_root, model, from_scratch) for p in plan]
 
 
+#: how many methods the dry run's "largest by method" line names
+DRY_RUN_TOP_METHODS = 8
+
+
 def dry_run_lines(plan: list[PlannedConfig], results_root="results", from_scratch: bool = False) -> list[str]:
     """Per config and in total: planned / finished / pending fits and the estimated CPU time (no run starts).
 
@@ -271,6 +275,7 @@ def dry_run_lines(plan: list[PlannedConfig], results_root="results", from_scratc
         lines[0] = lines[0].replace(" pending", "  priced") + " (from scratch: every planned fit)"
     total = {"planned": 0, "finished": 0, "pending": 0, "seconds": 0.0, "unknown": 0}
     by_source = defaultdict(float)  # estimate source -> CPU seconds over every config
+    by_method = defaultdict(float)  # registry name -> CPU seconds over every config
     for est in estimates(plan, results_root, from_scratch):
         basis = ", ".join(f"{est.cells[k]} {k}" for k in ESTIMATE_SOURCES if est.cells.get(k))
         lines.append(f"{est.config:<36} {est.planned:>8} {est.finished:>9} {est.pending:>8} "
@@ -280,12 +285,18 @@ def dry_run_lines(plan: list[PlannedConfig], results_root="results", from_scratc
             total[key] += value
         for source, seconds in est.seconds.items():
             by_source[source] += seconds
+        for name, seconds in est.by_method.items():
+            by_method[name] += seconds
     unknown = f" (+ {total['unknown']} fits with no estimate)" if total["unknown"] else ""
     if by_source["recorded-wall"]:  # old records: wall time under load, often of older code - an upper bound
         unknown += f" ({format_seconds(by_source['recorded-wall'])} of it from wall-time-only records)"
     if by_source["model"]:  # extrapolated from other sizes: the cost of a solve on microclusters follows the pool,
         # not n and m alone (RSEC on an EC-CMS pool: 666 s measured against 42 s from the law), so say how much
         unknown += f" ({format_seconds(by_source['model'])} of it from the power-law model, no fit of that row yet)"
+    # where the time goes: the methods that carry most of the estimate (the speed work's targets)
+    largest = sorted(by_method.items(), key=lambda item: -item[1])[:DRY_RUN_TOP_METHODS]
+    if largest:
+        lines.append("largest by method: " + ", ".join(f"{name} {format_seconds(sec)}" for name, sec in largest))
     lines.append(f"{'total (' + str(len(plan)) + ' configs)':<36} {total['planned']:>8} {total['finished']:>9} "
                  f"{total['pending']:>8} {format_seconds(total['seconds']):>9}{unknown}")
     return lines
