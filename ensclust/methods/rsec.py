@@ -272,8 +272,10 @@ def rsec_solve(members: np.ndarray, k: int, *, lambda1: float, lambda2: float, r
     Ut = np.ascontiguousarray(U.T)
     q = s**2 / (1.0 + s**2)  # Q = (S^T S + I)^-1 = I - U diag(q) U^T;  Q S^T S = U diag(q) U^T
 
-    def block_max(M):  # max |object-level entries| = max |M~_ab| / sqrt(w_a w_b)
-        return float(np.abs(M * inv_sq[:, None] * inv_sq[None, :]).max())
+    def block_max(M, scratch):  # max |object-level entries| = max |M~_ab| / sqrt(w_a w_b); scratch may be M
+        np.multiply(M, inv_sq[:, None], out=scratch)
+        np.multiply(scratch, inv_sq[None, :], out=scratch)
+        return float(np.abs(scratch, out=scratch).max())
 
     if mu_norm == "spectral":
         norm_S = float(s.max())
@@ -284,6 +286,12 @@ def rsec_solve(members: np.ndarray, k: int, *, lambda1: float, lambda2: float, r
     N, r = U.shape
     Z = np.zeros((N, N), dtype=dtype)
     Y2 = np.zeros_like(Z)
+    # N x N work buffers: every N x N temporary of an iteration is written into one of these (the same operations
+    # in the same order, so the same bits) - a fresh N x N array per operation cost ~20 % of a large solve in the
+    # kernel's page faults (USPS, N = 6719)
+    J = np.empty_like(Z)
+    buf1 = np.empty_like(Z)
+    buf2 = np.empty_like(Z)
     # Y1, E and the residual S - SZ - E keep their columns in S's range U (they start at 0 and every update adds
     # U times something): they are stored as r x N coefficients y1 = U^T Y1, e = U^T E. U^T Z and U^T Y2 are
     # carried along, so that no product U^T (N x N) is ever needed.
@@ -307,7 +315,7 @@ def rsec_solve(members: np.ndarray, k: int, *, lambda1: float, lambda2: float, r
         # last three D^-1/2 H (step 2 and the Y2 update add only these outside U), R = r + rank J + 3k << N;
         # the first r rows of the coefficients, U^T (Z + Y2/mu), are carried along
         basis = span_basis(U, [J_left, *Hs_hist])
-        M = Z + Y2 / mu
+        M = np.add(Z, np.divide(Y2, mu, out=buf1), out=buf1)  # Z + Y2/mu
         if basis.shape[1] < N:
             C = np.vstack([UtZ + UtY2 / mu, basis[:, r:].T @ M])
             J_left, shrunk, J_right, rank, in_span = svt_in_span(M, lambda1 / mu, basis, C)
@@ -317,15 +325,18 @@ def rsec_solve(members: np.ndarray, k: int, *, lambda1: float, lambda2: float, r
             J_left, shrunk, J_right, rank = _svt_factors(M, lambda1 / mu)
             in_span = False
         del M
-        J = (J_left * shrunk) @ J_right
+        np.matmul(J_left * shrunk, J_right, out=J)
         UtJ = ((Ut @ J_left) * shrunk) @ J_right
         # step 2: Z = Q S^T S + Q inner, inner = J + (S (Y1 - mu E) - Y2 + Hs Hs^T)/mu, Q = I - U diag(q) U^T;
         # S (Y1 - mu E) = U a with a = diag(s) (y1 - mu e), so Z = J + (Hs Hs^T - Y2)/mu + U (a/mu + q (U^T -
         # U^T inner)): one N^2 r product
         a_mu = (s[:, None] * (y1 - mu * e)) / mu
         Ut_inner = UtJ + a_mu + ((Ut @ Hs) @ Hs.T - UtY2) / mu
-        Z = J + (Hs @ Hs.T - Y2) / mu
-        Z += U @ (a_mu + q[:, None] * (Ut - Ut_inner))
+        inner = np.matmul(Hs, Hs.T, out=buf1)
+        np.subtract(inner, Y2, out=inner)
+        np.divide(inner, mu, out=inner)
+        np.add(J, inner, out=Z)  # Z = J + (Hs Hs^T - Y2)/mu (the previous Z is no longer needed)
+        Z += np.matmul(U, a_mu + q[:, None] * (Ut - Ut_inner), out=buf1)
         UtZ = Ut_inner + q[:, None] * (Ut - Ut_inner)
         del Ut_inner, a_mu
         # step 3: G = S - SZ + Y1/mu = U g; object column norms are |G~[:, b]| / sqrt(w_b) = |g[:, b]| / sqrt(w_b)
@@ -340,7 +351,8 @@ def rsec_solve(members: np.ndarray, k: int, *, lambda1: float, lambda2: float, r
         del g
         p1 -= e  # S - SZ - E = U p1
         # step 4: W0 = (Z + Z^T)/2 + H H^T; LRR post-processing on the object rows of P
-        W0 = (Z + Z.T) / 2.0 + Ht @ Ht.T
+        W0 = np.divide(np.add(Z, Z.T, out=buf1), 2.0, out=buf1)
+        W0 += np.matmul(Ht, Ht.T, out=buf2)  # W0 = (Z + Z^T)/2 + H H^T
         # Z's columns lie in the basis of step 1 (J, S's range and the Hs of step 2 and of Y2): the
         # eigendecomposition of W0 reduces to a core of size <= 2R + k (eig_in_span)
         if in_span and basis.shape[1] < N:
@@ -356,21 +368,20 @@ def rsec_solve(members: np.ndarray, k: int, *, lambda1: float, lambda2: float, r
         Ht = sq.astype(dtype)[:, None] * Hc
         Hs = (sq * dinv).astype(dtype)[:, None] * Hc
         Hs_hist = [Hs, *Hs_hist[:2]]
-        primal2 = Z - J
-        del J
+        primal2 = np.subtract(Z, J, out=buf1)
         # max|S - SZ - E| needs the N^2 r product U p1 only when its Cauchy-Schwarz bound
         # |(U p1)_ab| / sqrt(w_a w_b) <= (|U_a| / sqrt(w_a)) (|p1_b| / sqrt(w_b)) exceeds max|Z - J|; otherwise
         # the maximum of the two is max|Z - J| exactly (about half the iterations, those near convergence)
-        res = block_max(primal2)
+        res = block_max(primal2, buf2)
         if U_row_scale * float((np.linalg.norm(p1, axis=0) * inv_sq).max()) > res:
-            res = max(res, block_max(U @ p1))
+            res = max(res, block_max(np.matmul(U, p1, out=buf2), buf2))
         residuals.append(res)
         ranks.append(rank)
         if res < tol:
             converged = True
             break
         y1 += mu * p1
-        Y2 += mu * primal2
+        Y2 += np.multiply(primal2, mu, out=primal2)
         UtY2 += mu * (UtZ - UtJ)
         del primal2
         mu = min(rho * mu, mu_max)
