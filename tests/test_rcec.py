@@ -154,9 +154,8 @@ def test_gram_spectrum_both_routes_equal_the_direct_definitions(shape):
     H_ref = (Q / np.sqrt(w)) @ Q.T
     H, XH, s = gram_spectrum(X, 0.01)
     np.testing.assert_allclose(H, H_ref, atol=1e-9)
-    if shape[0] < shape[1]:  # F^T F is computed as a symmetric rank-n update and mirrored
-        assert np.array_equal(H, H.T)
     if shape[0] < shape[1]:
+        assert np.array_equal(H, H.T)  # F^T F is computed as a symmetric rank-n update and mirrored
         np.testing.assert_allclose(XH, X @ H_ref, atol=1e-9)
     else:  # X H would cost a product: the update forms X H^- itself
         assert XH is None

@@ -229,8 +229,7 @@ def estimate_config(config, results_root, model: CostModel, from_scratch: bool =
         est.cells[source] += 1
         if not math.isnan(t):
             est.seconds[source] += t
-            if source != "unknown":
-                est.by_method[cell["method_name"]] += t
+            est.by_method[cell["method_name"]] += t
     return est
 
 
