@@ -76,7 +76,10 @@ def elite_neighbor_graph(similarity: np.ndarray, n_neighbors: int, *, block: int
         stop = min(start + block, n)
         slab = np.array(S[start:stop], dtype=np.float64)
         slab[np.arange(stop - start), np.arange(start, stop)] = 0.0
-        thr = np.partition(slab, pos, axis=1)[:, pos]
+        # the row's order statistic by a full sort, not np.partition: the MCA has a few discrete levels (multiples
+        # of 1/m), on which numpy's introselect degrades (USPS pool, N = 6719, 21 levels: 0.62 s against 0.06 s
+        # per 1024 rows); the same value either way, so the same graph
+        thr = np.sort(slab, axis=1)[:, pos]
         keep = (slab >= thr[:, None]) & (slab != 0)
         r, c = np.nonzero(keep)
         rows.append(r + start)
