@@ -296,6 +296,31 @@ def test_span_basis_falls_back_to_gesvd_when_gesdd_does_not_converge(monkeypatch
     np.testing.assert_allclose(basis[:, :4], U)
 
 
+@pytest.mark.parametrize("dense_limit", [None, 10])
+def test_work_buffers_give_the_same_bits(monkeypatch, dense_limit):
+    """Steps 4-5 writing into caller-owned N x N buffers (rsec_solve's iteration) give the bits of the allocating
+    calls, on the LAPACK subset route and (dense limit lowered) the block solver's; buffers full of junk."""
+    import ensclust.methods.rsec as rsec
+
+    if dense_limit is not None:
+        monkeypatch.setattr(rsec, "_DENSE_LIMIT", dense_limit)
+    rng = np.random.default_rng(3)
+    N, k = 60, 3
+    A = rng.standard_normal((N, 9))
+    W0 = A @ A.T - 0.5 * np.outer(A[:, 0], A[:, 0])  # indefinite
+    scale = rng.uniform(0.5, 1.5, N)
+    sizes = rng.integers(1, 4, N).astype(np.float64)
+    W = rsec.lrr_affinity(W0, row_scale=scale)
+    out, buf1, buf2 = (np.full((N, N), np.nan) for _ in range(3))
+    W_buf = rsec.lrr_affinity(W0, row_scale=scale, out=out)
+    assert W_buf is out and np.array_equal(W_buf, W)
+    expected = rsec.degree_embedding(W, k, sizes=sizes)
+    got = rsec.degree_embedding(W_buf, k, sizes=sizes, out=buf1, work=buf2)
+    for a, b in zip(expected, got, strict=True):
+        assert np.array_equal(a, b)
+    assert np.array_equal(W_buf, W)  # the affinity itself is left alone
+
+
 def test_degree_embedding_above_the_dense_limit_spans_lapacks_eigenvectors(monkeypatch):
     """Step 5 above 2500 microclusters (the block inverse iteration, cold and warm started) gives the subspace
     of LAPACK's top-k eigenvectors of the weighted normalisation, the same degrees, and the same H H^T."""

@@ -58,7 +58,8 @@ def _dense_symmetric(M) -> np.ndarray:
     return (dense + dense.T) / 2.0
 
 
-def top_eigenpairs_dense(M: np.ndarray, k: int, start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def top_eigenpairs_dense(M: np.ndarray, k: int, start: np.ndarray, *,
+                         work: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The k largest eigenpairs of a dense symmetric matrix by shifted block inverse iteration.
 
     The callers' normalised affinities have their top eigenvalues packed next to 1 (DREC on the USPS pool: the
@@ -76,6 +77,7 @@ def top_eigenpairs_dense(M: np.ndarray, k: int, start: np.ndarray) -> tuple[np.n
     (a warm start: with k or more columns the Ritz pairs are checked after every step, else every fifth); the
     rest of the block comes from a fixed stream, so the result is deterministic. Converged when every Ritz
     pair's residual |M v - lambda v| is below ``RESIDUAL_TOL``. Returns (values in decreasing order, vectors).
+    ``work``: an n x n array (of M's dtype) the factorisation may overwrite, or None to allocate one.
     """
     n = M.shape[0]
     start = np.asarray(start, dtype=M.dtype).reshape(n, -1)
@@ -84,7 +86,7 @@ def top_eigenpairs_dense(M: np.ndarray, k: int, start: np.ndarray) -> tuple[np.n
     tol = max(RESIDUAL_TOL, 1e3 * np.finfo(M.dtype).eps)  # float32 inputs: what single precision can reach
     top = 1.0
     for _ in range(2):
-        A = -M
+        A = np.negative(M, out=work)
         A[np.diag_indices(n)] += top + SHIFT_ABOVE_TOP * max(1.0, abs(top))
         try:
             factor = cho_factor(A, overwrite_a=True, check_finite=False)

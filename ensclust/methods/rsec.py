@@ -62,7 +62,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import linalg
 
-from ensclust.core.dense import power_inplace
+from ensclust.core.dense import power_inplace, symmetrize_inplace
 from ensclust.core.microclusters import compute_microclusters
 from ensclust.core.spectral import _DENSE_LIMIT, _row_normalize, kmeans_labels, top_eigenpairs_dense
 from ensclust.methods import register
@@ -175,7 +175,8 @@ def l21_shrink(G: np.ndarray, tau: float) -> np.ndarray:
 
 
 def lrr_affinity(W0: np.ndarray | None, *, rel_tol: float = 1e-4, power: int = 4,
-                 row_scale: np.ndarray | None = None, eig=None, eig_basis=None) -> np.ndarray:
+                 row_scale: np.ndarray | None = None, eig=None, eig_basis=None,
+                 out: np.ndarray | None = None) -> np.ndarray:
     """LRR post-processing of a symmetric matrix: keep sigma > rel_tol sigma_1, P = U_r Sigma_r^1/2 with unit
     rows, return (P P^T)^{o power} (element-wise power; PSD by the Schur product theorem).
 
@@ -183,6 +184,7 @@ def lrr_affinity(W0: np.ndarray | None, *, rel_tol: float = 1e-4, power: int = 4
     the rows of ``vecs`` times ``row_scale`` (1/sqrt(size)); they are scaled before the rows are normalised.
     ``eig = (vals, vecs)`` with ``eig_basis`` (see :func:`eig_in_span`): the nonzero eigenpairs of W0 as those
     of a core matrix in the span of ``eig_basis`` (the other eigenvalues are 0 and never kept).
+    ``out``: an N x N array to write the result into (a work buffer of an iteration), or None.
     """
     vals, vecs = linalg.eigh(W0, check_finite=False) if eig is None else eig
     mag = np.abs(vals)
@@ -193,11 +195,11 @@ def lrr_affinity(W0: np.ndarray | None, *, rel_tol: float = 1e-4, power: int = 4
     norms = np.linalg.norm(P, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     P /= norms
-    W = P @ P.T
-    return power_inplace(W, power)
+    return power_inplace(np.matmul(P, P.T, out=out), power)
 
 
-def degree_embedding(W: np.ndarray, k: int, sizes: np.ndarray | None = None, start: np.ndarray | None = None):
+def degree_embedding(W: np.ndarray, k: int, sizes: np.ndarray | None = None, start: np.ndarray | None = None, *,
+                     out: np.ndarray | None = None, work: np.ndarray | None = None):
     """Step 5 on microclusters: d^-1/2, H = D^-1/2 V and V = the top-k eigenvectors of D^-1/2 W D^-1/2.
 
     ``W`` is the affinity between microclusters; microcluster a stands for ``sizes[a]`` identical objects, so
@@ -212,6 +214,8 @@ def degree_embedding(W: np.ndarray, k: int, sizes: np.ndarray | None = None, sta
     packed next to 1: LAPACK's subset solver reduces the whole matrix to tridiagonal form every iteration),
     warm-started from ``start``, the previous ALM iteration's V: the ALM only needs the subspace (H H^T and
     k-means on H do not see the basis inside it), and it moves little between iterations.
+    ``out`` and ``work``: N x N work buffers (or None) for the normalised affinity and the block solver's
+    factorisation; the same operations write into them, so the same bits.
     """
     n = W.shape[0]
     w = np.ones(n, dtype=W.dtype) if sizes is None else np.asarray(sizes, dtype=W.dtype)
@@ -221,12 +225,13 @@ def degree_embedding(W: np.ndarray, k: int, sizes: np.ndarray | None = None, sta
     pos = deg > 0
     dinv[pos] = 1.0 / np.sqrt(deg[pos])
     g = dinv * sq
-    L = W * g[:, None] * g[None, :]
-    L = (L + L.T) / 2.0
+    L = np.multiply(W, g[:, None], out=out)
+    L *= g[None, :]
+    symmetrize_inplace(L)  # (L + L^T) / 2 tile by tile, the same bits
     k = min(k, n)
     if n > _DENSE_LIMIT and k < n - 1:
         first = np.random.default_rng(0).standard_normal(n) if start is None else start * sq[:, None]
-        _, V = top_eigenpairs_dense(L, k, first)
+        _, V = top_eigenpairs_dense(L, k, first, work=work)
     else:
         _, V = linalg.eigh(L, subset_by_index=[n - k, n - 1], check_finite=False)
         V = V[:, ::-1]
@@ -292,6 +297,7 @@ def rsec_solve(members: np.ndarray, k: int, *, lambda1: float, lambda2: float, r
     J = np.empty_like(Z)
     buf1 = np.empty_like(Z)
     buf2 = np.empty_like(Z)
+    W = np.empty_like(Z)  # the affinity of step 4 (the last one is returned)
     # Y1, E and the residual S - SZ - E keep their columns in S's range U (they start at 0 and every update adds
     # U times something): they are stored as r x N coefficients y1 = U^T Y1, e = U^T E. U^T Z and U^T Y2 are
     # carried along, so that no product U^T (N x N) is ever needed.
@@ -307,7 +313,6 @@ def rsec_solve(members: np.ndarray, k: int, *, lambda1: float, lambda2: float, r
     n_span = n_eig_span = 0
     Ht = np.zeros((N, k), dtype=dtype)  # H in weighted coordinates
     Hc = Vc = None
-    W = None
     residuals, ranks = [], []
     converged = False
     for _ in range(max_iter):
@@ -360,10 +365,10 @@ def rsec_solve(members: np.ndarray, k: int, *, lambda1: float, lambda2: float, r
         else:
             eig = None
         n_eig_span += eig is not None
-        W = (lrr_affinity(W0, row_scale=inv_sq) if eig is None
-             else lrr_affinity(None, row_scale=inv_sq, eig=eig[0], eig_basis=eig[1]))
+        W = (lrr_affinity(W0, row_scale=inv_sq, out=W) if eig is None
+             else lrr_affinity(None, row_scale=inv_sq, eig=eig[0], eig_basis=eig[1], out=W))
         del W0, eig
-        dinv, Hc, Vc = degree_embedding(W, k, sizes=w, start=Vc)
+        dinv, Hc, Vc = degree_embedding(W, k, sizes=w, start=Vc, out=buf1, work=buf2)  # W0 is done with
         Hc, Vc = Hc.astype(dtype), Vc.astype(dtype)
         Ht = sq.astype(dtype)[:, None] * Hc
         Hs = (sq * dinv).astype(dtype)[:, None] * Hc
