@@ -267,3 +267,29 @@ def test_spectral_embedding_of_a_stalling_sparse_graph_falls_back_to_the_dense_s
     W2 = sparse.csr_matrix(W.toarray() + 0.05)
     spectral.spectral_embedding(W2, 6, random_state=0, normalize_rows=False)
     assert dense_calls == [1]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_eigh_significant_returns_exactly_the_kept_pairs(dtype):
+    """Only the eigenpairs with |lambda| > rel_tol max|lambda| (both ends of an indefinite spectrum), those of
+    LAPACK's full eigh: same values, same projector onto the kept space; a zero matrix keeps nothing."""
+    from scipy import linalg
+
+    import ensclust.core.spectral as spectral
+
+    rng = np.random.default_rng(0)
+    n = 80
+    Q, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    lam = np.concatenate([rng.uniform(1, 10, 12), -rng.uniform(1, 10, 5), 10.0 ** rng.uniform(-12, -6, n - 17)])
+    A = ((Q * lam) @ Q.T).astype(dtype)
+    vals, vecs = spectral.eigh_significant(A, 1e-4)
+    full_vals, full_vecs = linalg.eigh(A.astype(np.float64))
+    keep = np.abs(full_vals) > 1e-4 * np.abs(full_vals).max()
+    assert vals.dtype == dtype and vecs.shape == (n, keep.sum()) == (n, 17)
+    tol = 1e-4 if dtype == np.float32 else 1e-10
+    np.testing.assert_allclose(np.sort(vals), full_vals[keep], rtol=tol)
+    np.testing.assert_allclose(vecs.T @ vecs, np.eye(17), atol=tol)
+    P, P_ref = vecs @ vecs.T, full_vecs[:, keep] @ full_vecs[:, keep].T
+    np.testing.assert_allclose(P, P_ref, atol=10 * tol)
+    empty_vals, empty_vecs = spectral.eigh_significant(np.zeros((5, 5), dtype=dtype), 1e-4)
+    assert empty_vals.shape == (0,) and empty_vecs.shape == (5, 0)

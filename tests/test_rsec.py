@@ -275,25 +275,23 @@ def test_memory_cache_shares_one_solve_between_rsec_h_and_rsec_z():
     assert cache.misses == 2
 
 
-def test_span_basis_falls_back_to_gesvd_when_gesdd_does_not_converge(monkeypatch):
-    """numpy's gesdd failed on 2 of 20 Aggregation ensembles (EC-CMS Table IV); the basis then comes from gesvd
-    and still spans U and the extra columns, orthonormally."""
+def test_span_basis_keeps_only_the_directions_outside_u():
+    """Extra columns inside span(U), repeated or tiny-but-new: the basis adds exactly the new directions,
+    orthonormal to rounding, and contains every extra column."""
     from ensclust.methods.rsec import span_basis
 
     rng = np.random.default_rng(0)
     U, _ = np.linalg.qr(rng.standard_normal((30, 4)))
-    extra = rng.standard_normal((30, 5))
-    expected = span_basis(U, [extra])
-
-    def failing_svd(*args, **kwargs):
-        raise np.linalg.LinAlgError("SVD did not converge")
-
-    monkeypatch.setattr(np.linalg, "svd", failing_svd)
+    new = rng.standard_normal((30, 3))
+    inside = U @ rng.standard_normal((4, 3))
+    tiny = inside[:, :1] + 1e-9 * rng.standard_normal((30, 1))  # new only in a 1e-9 part
+    extra = np.hstack([inside, new, new[:, :1] * 2.0, tiny])
     basis = span_basis(U, [extra])
-    assert basis.shape == expected.shape == (30, 9)
-    np.testing.assert_allclose(basis.T @ basis, np.eye(9), atol=1e-12)
+    assert basis.shape == (30, 4 + 3 + 1)
+    np.testing.assert_allclose(basis.T @ basis, np.eye(8), atol=1e-12)
     np.testing.assert_allclose(basis @ (basis.T @ extra), extra, atol=1e-10)  # the extra columns lie in the span
     np.testing.assert_allclose(basis[:, :4], U)
+    assert span_basis(U, [inside]).shape == (30, 4)  # nothing new: U itself
 
 
 @pytest.mark.parametrize("dense_limit", [None, 10])

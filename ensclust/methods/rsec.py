@@ -46,7 +46,7 @@ Exact savings (nothing approximated beyond rounding):
   dimension R = r + rank J + 3k; the SVT is an R x N SVD (:func:`svt_in_span`) of coefficients whose first r
   rows are U^T Z + U^T Y2 / mu. Step 4: the columns of W0 lie in
   span(that basis, the rows of Z, H), of dimension <= 2R + k; the eigendecomposition is that of a core matrix
-  (:func:`eig_in_span`). Both are checked through Frobenius norms and fall back to the N x N decomposition.
+  (:func:`core_in_span`). Both are checked through Frobenius norms and fall back to the N x N decomposition.
 
 What remains per iteration: the N^2 affinity (P P^T)^{o4} with r_P ~ r kept eigenpairs, the top-k
 eigenvectors of its normalisation (dense: ARPACK needs more time here, the top eigenvalues being clustered),
@@ -64,7 +64,13 @@ from scipy import linalg
 
 from ensclust.core.dense import power_inplace, symmetrize_inplace
 from ensclust.core.microclusters import compute_microclusters
-from ensclust.core.spectral import _DENSE_LIMIT, _row_normalize, kmeans_labels, top_eigenpairs_dense
+from ensclust.core.spectral import (
+    _DENSE_LIMIT,
+    _row_normalize,
+    eigh_significant,
+    kmeans_labels,
+    top_eigenpairs_dense,
+)
 from ensclust.methods import register
 from ensclust.methods.base import ConsensusMethod, Param
 
@@ -116,9 +122,10 @@ def _svt_factors(M, tau):
 
 def span_basis(U: np.ndarray, extra: list, *, rel_tol: float = 1e-12) -> np.ndarray:
     """Orthonormal basis of span(U, extra...) for an orthonormal U: U followed by an orthonormal basis of the
-    part of the extra columns outside span(U) (unit columns projected out twice, a rank-revealing SVD that keeps
-    every direction above ``rel_tol``, then projected out once more and re-orthonormalised by QR, so that the
-    added directions are orthogonal to U and to each other to rounding even when they come from tiny parts).
+    part of the extra columns outside span(U) (unit columns projected out twice, a rank-revealing QR with column
+    pivoting that keeps the directions with |R_ii| above ``rel_tol``, then projected out once more and
+    re-orthonormalised by QR, so that the added directions are orthogonal to U and to each other to rounding even
+    when they come from tiny parts; the pivoted QR costs half the SVD it replaced, results/bench/rsec_s21).
     Extra directions never harm (the basis only has to contain the span); a dropped one is below ``rel_tol``.
     """
     parts = [x for x in extra if x.shape[1]]
@@ -129,13 +136,9 @@ def span_basis(U: np.ndarray, extra: list, *, rel_tol: float = 1e-12) -> np.ndar
     G = G[:, norms > 0] / norms[norms > 0]
     for _ in range(2):
         G = G - U @ (U.T @ G)
-    try:
-        Q, s, _ = np.linalg.svd(G, full_matrices=False)
-    except np.linalg.LinAlgError:
-        # numpy's gesdd first (its bits give the committed labels); divide and conquer fails to converge on some
-        # finite matrices (Aggregation, EC-CMS Table IV), the QR-iteration driver computes the same decomposition
-        Q, s, _ = linalg.svd(G, full_matrices=False, check_finite=True, lapack_driver="gesvd")
-    Q = Q[:, s > rel_tol]
+    # rank-revealing QR with column pivoting (|R_ii| non-increasing): the directions above rel_tol
+    Q, R, _ = linalg.qr(G, mode="economic", pivoting=True, check_finite=False)
+    Q = Q[:, np.abs(np.diag(R)) > rel_tol]
     if Q.shape[1] == 0:
         return U
     Q = Q - U @ (U.T @ Q)
@@ -143,13 +146,13 @@ def span_basis(U: np.ndarray, extra: list, *, rel_tol: float = 1e-12) -> np.ndar
     return np.hstack([U, Q])
 
 
-def eig_in_span(W0: np.ndarray, basis: np.ndarray, C: np.ndarray, Ht: np.ndarray, *, check: float = 1e-7):
-    """Eigenpairs of W0 = (Z + Z^T)/2 + Ht Ht^T with Z = basis C (basis N x R orthonormal, C = basis^T Z).
+def core_in_span(W0: np.ndarray, basis: np.ndarray, C: np.ndarray, Ht: np.ndarray, *, check: float = 1e-7):
+    """W0 = (Z + Z^T)/2 + Ht Ht^T with Z = basis C (basis N x R orthonormal, C = basis^T Z) as B2 core B2^T.
 
     The columns of W0 lie in span(basis, C^T, Ht) (dimension R2 <= 2R + k); with B2 = [basis, Q2] an
     orthonormal basis of it, W0 = B2 core B2^T and core = (T + T^T)/2 + (B2^T Ht)(B2^T Ht)^T, T = [C B2; 0]:
     the nonzero eigenpairs of W0 are (eigenvalues of core, B2 times its eigenvectors) and the others are 0.
-    Checked through |W0|_F = |core|_F. Returns ((vals, vecs), B2), or None when R2 >= N or the check fails.
+    Checked through |W0|_F = |core|_F. Returns (core, B2), or None when R2 >= N or the check fails.
     """
     N, R = basis.shape
     B2 = span_basis(basis, [C.T, Ht])
@@ -162,7 +165,7 @@ def eig_in_span(W0: np.ndarray, basis: np.ndarray, C: np.ndarray, Ht: np.ndarray
     w2 = float(np.einsum("ij,ij->", W0, W0))
     if w2 - float(np.einsum("ij,ij->", core, core)) > check**2 * w2:
         return None
-    return linalg.eigh(core, check_finite=False), B2
+    return core, B2
 
 
 def l21_shrink(G: np.ndarray, tau: float) -> np.ndarray:
@@ -174,22 +177,20 @@ def l21_shrink(G: np.ndarray, tau: float) -> np.ndarray:
     return G * scale[None, :]
 
 
-def lrr_affinity(W0: np.ndarray | None, *, rel_tol: float = 1e-4, power: int = 4,
-                 row_scale: np.ndarray | None = None, eig=None, eig_basis=None,
-                 out: np.ndarray | None = None) -> np.ndarray:
+def lrr_affinity(W0: np.ndarray, *, rel_tol: float = 1e-4, power: int = 4, row_scale: np.ndarray | None = None,
+                 basis: np.ndarray | None = None, out: np.ndarray | None = None) -> np.ndarray:
     """LRR post-processing of a symmetric matrix: keep sigma > rel_tol sigma_1, P = U_r Sigma_r^1/2 with unit
     rows, return (P P^T)^{o power} (element-wise power; PSD by the Schur product theorem).
 
+    Only the kept eigenpairs are computed (:func:`ensclust.core.spectral.eigh_significant`).
     ``row_scale`` (microcluster coordinates, see :func:`rsec_solve`): the object rows of the eigenvectors are
     the rows of ``vecs`` times ``row_scale`` (1/sqrt(size)); they are scaled before the rows are normalised.
-    ``eig = (vals, vecs)`` with ``eig_basis`` (see :func:`eig_in_span`): the nonzero eigenpairs of W0 as those
-    of a core matrix in the span of ``eig_basis`` (the other eigenvalues are 0 and never kept).
+    ``basis`` (see :func:`core_in_span`): ``W0`` is the core of the matrix ``basis W0 basis^T`` (orthonormal
+    ``basis``), whose nonzero eigenpairs are those of the core with the vectors mapped by ``basis``.
     ``out``: an N x N array to write the result into (a work buffer of an iteration), or None.
     """
-    vals, vecs = linalg.eigh(W0, check_finite=False) if eig is None else eig
-    mag = np.abs(vals)
-    keep = mag > rel_tol * mag.max() if mag.max() > 0 else np.zeros_like(mag, dtype=bool)
-    P = (vecs[:, keep] if eig is None else eig_basis @ vecs[:, keep]) * np.sqrt(mag[keep])[None, :]
+    vals, vecs = eigh_significant(W0, rel_tol)
+    P = (vecs if basis is None else basis @ vecs) * np.sqrt(np.abs(vals))[None, :]
     if row_scale is not None:
         P *= row_scale[:, None]
     norms = np.linalg.norm(P, axis=1, keepdims=True)
@@ -359,14 +360,14 @@ def rsec_solve(members: np.ndarray, k: int, *, lambda1: float, lambda2: float, r
         W0 = np.divide(np.add(Z, Z.T, out=buf1), 2.0, out=buf1)
         W0 += np.matmul(Ht, Ht.T, out=buf2)  # W0 = (Z + Z^T)/2 + H H^T
         # Z's columns lie in the basis of step 1 (J, S's range and the Hs of step 2 and of Y2): the
-        # eigendecomposition of W0 reduces to a core of size <= 2R + k (eig_in_span)
+        # eigendecomposition of W0 reduces to a core of size <= 2R + k (core_in_span)
         if in_span and basis.shape[1] < N:
-            eig = eig_in_span(W0, basis, np.vstack([UtZ, basis[:, r:].T @ Z]), Ht)
+            eig = core_in_span(W0, basis, np.vstack([UtZ, basis[:, r:].T @ Z]), Ht)
         else:
             eig = None
         n_eig_span += eig is not None
         W = (lrr_affinity(W0, row_scale=inv_sq, out=W) if eig is None
-             else lrr_affinity(None, row_scale=inv_sq, eig=eig[0], eig_basis=eig[1], out=W))
+             else lrr_affinity(eig[0], row_scale=inv_sq, basis=eig[1], out=W))
         del W0, eig
         dinv, Hc, Vc = degree_embedding(W, k, sizes=w, start=Vc, out=buf1, work=buf2)  # W0 is done with
         Hc, Vc = Hc.astype(dtype), Vc.astype(dtype)
