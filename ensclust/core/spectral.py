@@ -306,7 +306,7 @@ def eigh_significant(A: np.ndarray, rel_tol: float) -> tuple[np.ndarray, np.ndar
     for first, last in ((1, lo), (hi + 1, n)):                     # 1-based index ranges
         if last < first:
             continue
-        m, w, z, info = stemr(d.copy(), np.append(e, 0.0).astype(d.dtype), 3, 0.0, 0.0, first, last)
+        m, w, z, info = stemr(d, np.append(e, 0.0).astype(d.dtype), 3, 0.0, 0.0, first, last)  # d is copied
         if info:
             raise np.linalg.LinAlgError("eigh_significant: MRRR failed")
         parts_w.append(w[:m])

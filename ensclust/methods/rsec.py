@@ -361,14 +361,12 @@ def rsec_solve(members: np.ndarray, k: int, *, lambda1: float, lambda2: float, r
         W0 += np.matmul(Ht, Ht.T, out=buf2)  # W0 = (Z + Z^T)/2 + H H^T
         # Z's columns lie in the basis of step 1 (J, S's range and the Hs of step 2 and of Y2): the
         # eigendecomposition of W0 reduces to a core of size <= 2R + k (core_in_span)
-        if in_span and basis.shape[1] < N:
-            eig = core_in_span(W0, basis, np.vstack([UtZ, basis[:, r:].T @ Z]), Ht)
-        else:
-            eig = None
-        n_eig_span += eig is not None
-        W = (lrr_affinity(W0, row_scale=inv_sq, out=W) if eig is None
-             else lrr_affinity(eig[0], row_scale=inv_sq, basis=eig[1], out=W))
-        del W0, eig
+        in_core = (core_in_span(W0, basis, np.vstack([UtZ, basis[:, r:].T @ Z]), Ht)
+                   if in_span and basis.shape[1] < N else None)  # (core, B2) or None
+        n_eig_span += in_core is not None
+        W = (lrr_affinity(W0, row_scale=inv_sq, out=W) if in_core is None
+             else lrr_affinity(in_core[0], row_scale=inv_sq, basis=in_core[1], out=W))
+        del W0, in_core
         dinv, Hc, Vc = degree_embedding(W, k, sizes=w, start=Vc, out=buf1, work=buf2)  # W0 is done with
         Hc, Vc = Hc.astype(dtype), Vc.astype(dtype)
         Ht = sq.astype(dtype)[:, None] * Hc
