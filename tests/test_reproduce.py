@@ -603,34 +603,37 @@ def test_scorecard_lists_every_deviation_without_a_cause():
 
 def test_deviations_other_draws_of_the_generated_pool_bracket_are_put_down_to_the_pool_draw(monkeypatch):
     """A deviation on a generated pool gets the pool-draw cause when the row, rerun with the same protocol on
-    other draws (pool seed) of the same data reading and pool spec, has means bracketing the paper's value;
-    another pool spec, another row protocol or a value outside the range leave it open."""
+    other draws (pool seed) of the same data reading and pool spec, has tabled values (under the row's own
+    policy: fixed, best mean, best per repetition) bracketing the paper's value; another pool spec, another row
+    protocol or a value outside the range leave it open."""
     from ensclust.experiment.config import load_config_text
     from ensclust.papers import assemble
     from ensclust.papers.assemble import COLUMNS, attribute_to_pool_draw
     from ensclust.papers.manifest import parse_manifest
 
     head = ("seed: 0\npool: {source: generate, k: c, size: 10}\nensemble: {mode: random, size: 5, repetitions: 3}\n"
-            "tune_metric: per-metric\n")
-    rows = ("methods:\n  - {name: eccms, label: ECCMS}\n"
-            "  - {name: drec, label: DREC, grid: {lambda: [1, 10]}, tuning: oracle-best-mean}\n"
-            "  - {name: lwea, label: LWEA}\n")
-    main = load_config_text("name: main\n" + head + "datasets:\n  - {name: iris, label: A}\n" + rows, "main.yaml")
+            "tune_metric: per-metric\nmetrics: [ari]\n")
+    oracles = ("  - {name: drec, label: DREC, grid: {lambda: [1, 10]}, tuning: oracle-best-mean}\n"
+               "  - {name: trce, label: TRCE, grid: {gamma: [1, 10]}, tuning: oracle-per-repetition}\n")
+    main = load_config_text("name: main\n" + head + "datasets:\n  - {name: iris, label: A}\n"
+                            "methods:\n  - {name: eccms, label: ECCMS}\n" + oracles + "  - {name: lwea, label: LWEA}\n",
+                            "main.yaml")
     draws = load_config_text(
         "name: draws\n" + head + "datasets:\n  - {name: iris, label: A1, pool: {seed: 1}}\n"
         "  - {name: iris, label: A2, pool: {seed: 2}}\n  - {name: iris, label: A9, pool: {seed: 9, size: 50}}\n"
-        "methods:\n  - {name: eccms, label: ECCMS}\n"
-        "  - {name: drec, label: DREC, grid: {lambda: [1, 10]}, tuning: oracle-best-mean}\n"
+        "methods:\n  - {name: eccms, label: ECCMS}\n" + oracles +
         "  - {name: lwea, label: LWEA, grid: {theta: [0.4, 0.8]}}\n",
         "draws.yaml")
-    configs = {"main": main, "draws": draws}
-    monkeypatch.setattr(assemble, "load_experiment",
-                        lambda root, name, cache=None: (configs[name], None, None, None) if name in configs else None)
-    means = pd.DataFrame({"dataset": ["A1", "A2", "A9"] + ["A1", "A1", "A2", "A2"] * 2,
-                          "method": ["ECCMS"] * 3 + ["DREC"] * 4 + ["LWEA"] * 4,
-                          "params": ["{}"] * 3 + ["p1", "p2"] * 4,
-                          "ari": [0.35, 0.46, 0.60, 0.1, 0.52, 0.2, 0.3] + [0.1, 0.9, 0.1, 0.9], "runs": [3] * 11})
-    monkeypatch.setattr(assemble, "_point_means", lambda root, config, cache: means if config == "draws" else None)
+    # per (data set, row): the ARI of points 0 and 1 in repetitions 0..2
+    runs = {("A1", "ECCMS"): [[0.35] * 3], ("A2", "ECCMS"): [[0.46] * 3], ("A9", "ECCMS"): [[0.60] * 3],
+            ("A1", "DREC"): [[0.1] * 3, [0.52] * 3], ("A2", "DREC"): [[0.2] * 3, [0.3] * 3],
+            ("A1", "TRCE"): [[0.1, 0.9, 0.1], [0.5, 0.1, 0.5]], ("A2", "TRCE"): [[0.2] * 3, [0.3, 0.1, 0.1]],
+            ("A1", "LWEA"): [[0.1] * 3, [0.9] * 3], ("A2", "LWEA"): [[0.1] * 3, [0.9] * 3]}
+    cells = pd.DataFrame([{"dataset": d, "method": m, "point": p, "rep": r, "status": "ok", "ari": v}
+                          for (d, m), points in runs.items() for p, reps in enumerate(points)
+                          for r, v in enumerate(reps)])
+    loaded = {"main": (main, cells.iloc[0:0], None, None), "draws": (draws, cells, None, None)}
+    monkeypatch.setattr(assemble, "load_experiment", lambda root, name, cache=None: loaded.get(name))
 
     def row(label, paper, ours):
         return dict(dict.fromkeys(COLUMNS, ""), table="t2", metric="ARI", method=label, dataset="A",
@@ -641,12 +644,14 @@ def test_deviations_other_draws_of_the_generated_pool_bracket_are_put_down_to_th
                           row("ECCMS", 0.50, 0.30),    # above 0.46 + 0.02 (A9 is another pool spec: not a draw)
                           row("DREC", 0.50, 0.30),     # oracle row: each draw's best point, 0.52 and 0.30
                           row("DREC", 0.15, 0.30),     # ... so a point below (0.1) does not bracket 0.15
+                          row("TRCE", 0.62, 0.30),     # best per repetition: A1 (0.5 + 0.9 + 0.5) / 3 = 0.633
                           row("LWEA", 0.50, 0.30)],    # the draws config runs LWEA over a grid, the table not
                          columns=COLUMNS)
     manifest = parse_manifest({"paper": "toy", "title": "toy", "tables": [], "pool_draws": ["draws"]}, "toy.yaml")
     attribute_to_pool_draw(manifest, {"t2": frame})
-    assert list(frame["cause_kind"]) == ["pool draw", "", "pool draw", "", ""]
+    assert list(frame["cause_kind"]) == ["pool draw", "", "pool draw", "", "pool draw", ""]
     assert frame.loc[1, "reason"] == "not the pool draw: over 3 draws ours ranges 0.300..0.460"
     assert "over 3 draws of the generated pool (the table's and 2 more, draws) our mean ranges 0.300..0.460" \
         in frame.loc[0, "cause"]
+    assert "ranges 0.233..0.633" in frame.loc[4, "cause"]   # A2: (0.3 + 0.2 + 0.2) / 3
     assert manifest.configs("full") == ["draws"]

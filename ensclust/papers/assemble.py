@@ -36,6 +36,7 @@ from ensclust.experiment.compare import (
 from ensclust.experiment.config import canonical_json
 from ensclust.experiment.report import DAGGER, METRIC_NAMES, build_tables, latex_escape
 from ensclust.experiment.store import ResultStore
+from ensclust.experiment.tuning import summarize
 from ensclust.papers.manifest import Manifest, Source, TableSpec
 
 DEFAULT_TOLERANCE = 0.02
@@ -361,6 +362,15 @@ def _pool_draw(reading: dict, config_seed: int) -> tuple[dict, int]:
     return spec, reading["pool"].get("seed", config_seed)
 
 
+def _tabled_values(results_root, config: str, cache: dict | None) -> dict | None:
+    """(data set label, row label, metric) -> the row's tabled mean, each row under its own tuning policy (as the
+    config's tables print it: :func:`ensclust.experiment.tuning.summarize`)."""
+    loaded = load_experiment(results_root, config, cache)
+    if loaded is None:
+        return None
+    return {(r.dataset, r.method, r.metric): r.mean for r in summarize(loaded[0], loaded[1])}
+
+
 def attribute_to_pool_draw(manifest: Manifest, frames: dict[str, pd.DataFrame], results_root="results",
                            cache: dict | None = None) -> None:
     """Put down to the pool draw the deviations that other draws of the same generated pool bracket.
@@ -368,16 +378,17 @@ def attribute_to_pool_draw(manifest: Manifest, frames: dict[str, pd.DataFrame], 
     Where the paper's pool is not published, ours is generated, and the paper's numbers come from one unknown
     draw of it. The manifest's ``pool_draws`` configs rerun rows on other draws (a pool ``seed`` other than the
     table's) of the same data reading and pool spec, with the same row protocol (method, parameter points,
-    tuning, repetitions, ensembles). For an open deviation (compared, not within tolerance, no cause yet) whose
-    source pool is generated, the row's means over the table's draw and those draws (for an oracle-tuned row: the
-    best point's mean of each draw, as the table reports it) give a range; when at least
-    three draws were run and the paper's value lies in [lowest - tolerance, highest + tolerance], the deviation
-    is within what the pool draw alone moves (``cause_kind = "pool draw"``); otherwise the range is noted in
-    ``reason`` (the draw is ruled out). Changes ``frames`` in place.
+    tuning, repetitions, ensembles) and the same tuning metric. For an open deviation (compared, not within
+    tolerance, no cause yet) whose source pool is generated, the row's tabled value on the table's draw and on
+    each other draw (under the row's own policy: a fixed point's mean, an oracle's choice per metric or per
+    repetition, exactly as a table of that draw prints it) gives a range; when at least three draws were run and
+    the paper's value lies in [lowest - tolerance, highest + tolerance], the deviation is within what the pool
+    draw alone moves (``cause_kind = "pool draw"``); otherwise the range is noted in ``reason`` (the draw is
+    ruled out). Changes ``frames`` in place.
     """
     if not manifest.pool_draws:
         return
-    point_means = {}
+    tabled = {}
     for frame in frames.values():
         open_cells = (frame["status"] == "compared") & (frame["within"] != "yes") & (frame["cause"] == "")
         for idx in frame.index[open_cells]:
@@ -387,33 +398,26 @@ def attribute_to_pool_draw(manifest: Manifest, frames: dict[str, pd.DataFrame], 
             if source is None or reading is None or reading["pool"].get("source", "generate") != "generate":
                 continue
             protocol = _row_protocol(source[0], row["ours_label"])
+            if protocol is None:
+                continue
             spec_key, own_seed = _pool_draw(reading, source[0].seed)
             metric = _metric_key(row["metric"])
             means, configs = [float(row["ours_mean"])], []
             for config in manifest.pool_draws:
                 loaded = load_experiment(results_root, config, cache)
-                if loaded is None or protocol is None or _row_protocol(loaded[0], row["ours_label"]) != protocol:
+                if loaded is None or _row_protocol(loaded[0], row["ours_label"]) != protocol \
+                        or loaded[0].tune_metric != source[0].tune_metric:
                     continue
                 labels = [spec.label for spec in loaded[0].datasets
                           if (draw := _pool_draw(_data_reading(results_root, config, spec.label, cache),
                                                  loaded[0].seed))[0] == spec_key and draw[1] != own_seed]
-                if config not in point_means:
-                    point_means[config] = _point_means(results_root, config, cache)
-                found = point_means[config]
-                if not labels or found is None or metric not in found:
-                    continue
-                draws = found[found["dataset"].isin(labels) & (found["method"] == row["ours_label"])]
-                per_draw = draws.groupby("dataset", sort=False)[metric]
-                # a fixed row has one point per draw; an oracle row reports, per draw, its best point's mean
-                # for this metric (per-metric tuning; other policies are not priced here)
-                if protocol[2] == "fixed" and (per_draw.size() == 1).all():
-                    means += draws[metric].dropna().tolist()
-                elif protocol[2] == "oracle-best-mean" and loaded[0].tune_metric == "per-metric" \
-                        and source[0].tune_metric == "per-metric":
-                    means += per_draw.max().dropna().tolist()
-                else:
-                    continue
-                configs.append(config)
+                if config not in tabled:
+                    tabled[config] = _tabled_values(results_root, config, cache)
+                values = [tabled[config].get((label, row["ours_label"], metric), math.nan) for label in labels]
+                values = [v for v in values if not math.isnan(v)]
+                if values:
+                    means += values
+                    configs.append(config)
             if len(means) < 3:
                 continue
             lo, hi, tol = min(means), max(means), float(row["tolerance"])
