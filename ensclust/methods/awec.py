@@ -252,6 +252,11 @@ def _z_block_size(n: int) -> int:
     return int(min(n, max(128, -(-n // 8))))
 
 
+def _max_abs(M: np.ndarray) -> float:
+    """max |M| without an n x n temporary (the largest of max M and -min M: the same number)."""
+    return float(max(M.max(), -M.min()))
+
+
 def _max_asymmetry(M: np.ndarray, block: int = 1024) -> float:
     """max |M - M^T| tile by tile (no n x n temporary)."""
     n = M.shape[0]
@@ -505,10 +510,13 @@ def solve_awec(A: np.ndarray, G: list[np.ndarray], n_clusters: int, *, lam: floa
     dtype = A.dtype
     use_order = ablation != "no-high-order"
     use_topo = ablation != "no-topo"
-    eye = np.eye(n, dtype=dtype)
-    C = eye.copy()
-    J = eye.copy()
-    Z = eye.copy()
+    # n x n state: A, the G^(i), C, J, Z, E, Y1, Y2; every update below writes into its own array (or, for C,
+    # into the previous C) with the same element-wise operations in the same order as the formulas, so the same
+    # bits, and the old Z is released before the Z sub-problem builds its own n x n arrays: two to five n x n
+    # arrays fewer at the peaks than whole-matrix expressions (results/bench/awec_s22)
+    C = np.eye(n, dtype=dtype)
+    J = np.eye(n, dtype=dtype)
+    Z = np.eye(n, dtype=dtype)
     E = np.zeros((n, n), dtype=dtype)
     if multiplier_init == "ones":
         Y1 = np.ones((n, n), dtype=dtype)
@@ -518,7 +526,7 @@ def solve_awec(A: np.ndarray, G: list[np.ndarray], n_clusters: int, *, lam: floa
         Y2 = np.zeros((n, n), dtype=dtype)
     mu = mu0
     alpha = np.full(o, 1.0 / o)
-    H = eye[:, :c].copy()  # A10: eigenvectors of the all-zero Laplacian as LAPACK returns them
+    H = np.eye(n, c, dtype=dtype)  # A10: eigenvectors of the all-zero Laplacian as LAPACK returns them
     d = C.sum(axis=0)
     sq_norms = np.array([np.vdot(Gi, Gi) for Gi in G])
     o_term = o if use_order else 0
@@ -536,7 +544,10 @@ def solve_awec(A: np.ndarray, G: list[np.ndarray], n_clusters: int, *, lam: floa
     it = 0
     for it in range(1, max_iter + 1):
         # --- C-update (Eq. 9 as coded; kappa keeps mu0 unless refresh_mu, A6) ---------------------------
-        rhs = mu * (A - E + J)
+        # rhs = mu (A - E + J) + Y1 - Y2 + ..., written into the previous C (d holds its column sums)
+        rhs = np.subtract(A, E, out=C)
+        rhs += J
+        rhs *= mu
         rhs += Y1
         rhs -= Y2
         if use_topo:
@@ -578,14 +589,18 @@ def solve_awec(A: np.ndarray, G: list[np.ndarray], n_clusters: int, *, lam: floa
         del rhs
         d = C.sum(axis=0)
         # --- E-update (Eq. 13) ----------------------------------------------------------------------------
-        E = (mu * (A - C) + Y1) / (lam + mu)
-        # --- J-update (Eq. 11): symmetrise and clip to [0, 1] ---------------------------------------------
-        P = C + Y2 / mu
-        J = (P + P.T) / 2.0
-        del P
+        np.subtract(A, C, out=E)  # E = (mu (A - C) + Y1) / (lam + mu)
+        E *= mu
+        E += Y1
+        E /= lam + mu
+        # --- J-update (Eq. 11): symmetrise P = C + Y2 / mu and clip to [0, 1] -----------------------------
+        np.divide(Y2, mu, out=J)
+        J += C
+        symmetrize_inplace(J)  # (P + P^T) / 2, the same bits
         np.clip(J, 0.0, 1.0, out=J)
         if use_topo:
-            # --- Z-update (Algorithm 1) ------------------------------------------------------------------
+            # --- Z-update (Algorithm 1): the sub-problem does not read the previous Z --------------------
+            Z = None
             Z = update_Z(C, gamma, delta, H, inner_iter=inner_iter, eta0=eta0, rho2=rho2, laplacian=laplacian,
                          z_step=z_step, stats=z_stats)
         # --- alpha-update (Eq. 19) ----------------------------------------------------------------------
@@ -609,9 +624,10 @@ def solve_awec(A: np.ndarray, G: list[np.ndarray], n_clusters: int, *, lam: floa
             H = _smallest_eigvecs(L, c, eigensolver, H, rng)
             del L
         # --- stopping (A12: checked before the multiplier update, strict inequality) --------------------
-        r1 = A - C - E
-        r2 = C - J
-        residual = float(max(np.max(np.abs(r1)), np.max(np.abs(r2))))
+        r1 = np.subtract(A, C)
+        r1 -= E
+        r2 = np.subtract(C, J)
+        residual = max(_max_abs(r1), _max_abs(r2))
         if record:
             history.append({"C": C.copy(), "Z": Z.copy(), "alpha": alpha.copy(), "residual": residual})
         if not np.isfinite(residual):
@@ -619,8 +635,10 @@ def solve_awec(A: np.ndarray, G: list[np.ndarray], n_clusters: int, *, lam: floa
         if residual < tol:
             converged = True
             break
-        Y1 += mu * r1
-        Y2 += mu * r2
+        r1 *= mu
+        Y1 += r1
+        r2 *= mu
+        Y2 += r2
         del r1, r2
         mu = min(rho * mu, mu_max)
     if not np.all(np.isfinite(Z)) or not np.all(np.isfinite(C)):
