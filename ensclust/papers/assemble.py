@@ -54,6 +54,15 @@ COLUMNS = ["table", "metric", "method", "dataset", "param", "paper_mean", "paper
            "ours_label", "ours_dataset", "policy", "params", "reason", "cause", "cause_kind"]
 #: |ours - paper| of the base K-means row above which the data set's other deviations are put down to the pool
 POOL_DEVIATION = 0.05
+#: |ours - paper| above which a compared cell is a deviation the scorecard lists and explains (within the paper's
+#: std or not: a paper std wider than this does not explain the difference)
+DEVIATION = 0.05
+
+
+def _open_deviations(frame: pd.DataFrame) -> pd.Series:
+    """Mask of the compared cells without a cause yet that are outside tolerance or more than DEVIATION off."""
+    off = (frame["within"] != "yes") | (pd.to_numeric(frame["abs_diff"], errors="coerce") > DEVIATION)
+    return (frame["status"] == "compared") & (frame["cause"] == "") & off
 
 
 @dataclass
@@ -268,7 +277,8 @@ def attribute_to_setting(manifest: Manifest, frames: dict[str, pd.DataFrame], re
                          cache: dict | None = None) -> None:
     """Put down to the parameter setting the deviations that our own grid brackets.
 
-    For an open deviation (compared, not within tolerance, no cause yet) the grid of the row in the cell's source
+    For an open deviation (:func:`_open_deviations`: compared, no cause yet, outside tolerance or more than
+    :data:`DEVIATION` off) the grid of the row in the cell's source
     config, then in each of the manifest's ``sensitivity`` configs (same data set label; row label = ours or the
     paper's), gives the mean of the metric at every parameter point. When at least two points were run and the
     paper's value lies in [lowest mean - tolerance, highest mean + tolerance], the deviation is one of setting:
@@ -279,7 +289,7 @@ def attribute_to_setting(manifest: Manifest, frames: dict[str, pd.DataFrame], re
     """
     point_means = {}  # config -> its per-point means (every open cell of every table asks again)
     for frame in frames.values():
-        open_cells = (frame["status"] == "compared") & (frame["within"] != "yes") & (frame["cause"] == "")
+        open_cells = _open_deviations(frame)
         for idx in frame.index[open_cells]:
             row = frame.loc[idx]
             metric = _metric_key(row["metric"])
@@ -320,7 +330,8 @@ def attribute_to_pool(manifest: Manifest, frames: dict[str, pd.DataFrame]) -> No
     before any consensus method runs. Where ours differs from the paper's by more than :data:`POOL_DEVIATION`
     on a data set and metric (in any table of the paper; per column where the table's columns are a
     parameter), the inputs of every consensus row there differ from the paper's, so a deviation of such a
-    row without a recorded cause gets the cause "pool differs" with the base row's numbers
+    row without a recorded cause (an open deviation, :func:`_open_deviations`) gets the cause "pool differs" with
+    the base row's numbers
     (``cause_kind = "pool"``). Recorded causes are kept; the base row itself is never attributed to itself.
     Changes ``frames`` in place.
     """
@@ -332,8 +343,7 @@ def attribute_to_pool(manifest: Manifest, frames: dict[str, pd.DataFrame]) -> No
         for r in rows.itertuples(index=False):
             base.setdefault((_metric_key(r.metric), r.dataset, str(r.param)), r)
     for frame in frames.values():
-        open_cells = ((frame["status"] == "compared") & (frame["within"] != "yes") & (frame["cause"] == "")
-                      & (frame["method"] != manifest.base_row))
+        open_cells = _open_deviations(frame) & (frame["method"] != manifest.base_row)
         for idx in frame.index[open_cells]:
             row = frame.loc[idx]
             key = (_metric_key(row["metric"]), row["dataset"])
@@ -378,8 +388,8 @@ def attribute_to_pool_draw(manifest: Manifest, frames: dict[str, pd.DataFrame], 
     Where the paper's pool is not published, ours is generated, and the paper's numbers come from one unknown
     draw of it. The manifest's ``pool_draws`` configs rerun rows on other draws (a pool ``seed`` other than the
     table's) of the same data reading and pool spec, with the same row protocol (method, parameter points,
-    tuning, repetitions, ensembles) and the same tuning metric. For an open deviation (compared, not within
-    tolerance, no cause yet) whose source pool is generated, the row's tabled value on the table's draw and on
+    tuning, repetitions, ensembles) and the same tuning metric. For an open deviation (:func:`_open_deviations`)
+    whose source pool is generated, the row's tabled value on the table's draw and on
     each other draw (under the row's own policy: a fixed point's mean, an oracle's choice per metric or per
     repetition, exactly as a table of that draw prints it) gives a range; when at least three draws were run and
     the paper's value lies in [lowest - tolerance, highest + tolerance], the deviation is within what the pool
@@ -390,7 +400,7 @@ def attribute_to_pool_draw(manifest: Manifest, frames: dict[str, pd.DataFrame], 
         return
     tabled = {}
     for frame in frames.values():
-        open_cells = (frame["status"] == "compared") & (frame["within"] != "yes") & (frame["cause"] == "")
+        open_cells = _open_deviations(frame)
         for idx in frame.index[open_cells]:
             row = frame.loc[idx]
             source = load_experiment(results_root, row["source"], cache)

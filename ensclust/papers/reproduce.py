@@ -24,6 +24,7 @@ from ensclust.errors import UserError
 from ensclust.experiment.store import ResultStore, atomic_write_text
 from ensclust.papers.assemble import (
     DEFAULT_TOLERANCE,
+    DEVIATION,
     POOL_DEVIATION,
     SPREAD_P,
     assemble_table,
@@ -39,7 +40,6 @@ from ensclust.papers.manifest import Manifest, available_papers, load_manifest
 LARGEST_SHOWN = 12
 #: the cause kinds assemble.py attributes (a deviation of any other kind, i.e. none, is unexplained)
 EXPLAINED_KINDS = ("recorded", "setting", "pool", "pool draw", "spread")
-DEVIATION = 0.05
 
 
 @dataclass
