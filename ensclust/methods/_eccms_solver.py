@@ -660,7 +660,11 @@ def _solve_grouped(A, grouping: _TwinGrouping, lam: float, *, gamma1, gamma2, to
 
     def rowsq(X, out):
         squares = sq_buf[:X.size].reshape(X.shape)
-        np.multiply(X, X, out=squares, dtype=np.float64)  # exact squares of float32 entries too
+        if X.dtype == np.float64:
+            np.multiply(X, X, out=squares)
+        else:  # exact float64 squares of float32 entries: a widening copy, then a plain square in place - the same
+            np.copyto(squares, X)  # values as a casting multiply (a float32 square fits a float64 mantissa), at
+            squares *= squares     # half its cost (the casting loop was 30 % of a solve on LS)
         np.dot(squares, g, out=out)
 
     def norm2(i, off_diagonal, diag):
