@@ -637,7 +637,9 @@ def test_deviations_other_draws_of_the_generated_pool_bracket_are_put_down_to_th
     cells = pd.DataFrame([{"dataset": d, "method": m, "point": p, "rep": r, "status": "ok", "ari": v}
                           for (d, m), points in runs.items() for p, reps in enumerate(points)
                           for r, v in enumerate(reps)])
-    loaded = {"main": (main, cells.iloc[0:0], None, None), "draws": (draws, cells, None, None)}
+    from ensclust.experiment.report import build_tables
+
+    loaded = {"main": (main, cells.iloc[0:0], None, None), "draws": (draws, cells, None, build_tables(draws, cells))}
     monkeypatch.setattr(assemble, "load_experiment", lambda root, name, cache=None: loaded.get(name))
 
     def row(label, paper, ours):

@@ -36,7 +36,6 @@ from ensclust.experiment.compare import (
 from ensclust.experiment.config import canonical_json
 from ensclust.experiment.report import DAGGER, METRIC_NAMES, build_tables, latex_escape
 from ensclust.experiment.store import ResultStore
-from ensclust.experiment.tuning import summarize
 from ensclust.papers.manifest import Manifest, Source, TableSpec
 
 DEFAULT_TOLERANCE = 0.02
@@ -372,13 +371,11 @@ def _pool_draw(reading: dict, config_seed: int) -> tuple[dict, int]:
     return spec, reading["pool"].get("seed", config_seed)
 
 
-def _tabled_values(results_root, config: str, cache: dict | None) -> dict | None:
-    """(data set label, row label, metric) -> the row's tabled mean, each row under its own tuning policy (as the
-    config's tables print it: :func:`ensclust.experiment.tuning.summarize`)."""
-    loaded = load_experiment(results_root, config, cache)
-    if loaded is None:
-        return None
-    return {(r.dataset, r.method, r.metric): r.mean for r in summarize(loaded[0], loaded[1])}
+def _tabled_values(tables: list) -> dict:
+    """(data set label, row label, metric) -> the row's tabled mean, each row under its own tuning policy, read
+    from the tables :func:`load_experiment` built (its ``build_tables``), as the config's tables print it."""
+    return {(cell.row.dataset, cell.row.method, table.metric): cell.row.mean
+            for table in tables for cell in table.cells.values()}
 
 
 def attribute_to_pool_draw(manifest: Manifest, frames: dict[str, pd.DataFrame], results_root="results",
@@ -422,7 +419,7 @@ def attribute_to_pool_draw(manifest: Manifest, frames: dict[str, pd.DataFrame], 
                           if (draw := _pool_draw(_data_reading(results_root, config, spec.label, cache),
                                                  loaded[0].seed))[0] == spec_key and draw[1] != own_seed]
                 if config not in tabled:
-                    tabled[config] = _tabled_values(results_root, config, cache)
+                    tabled[config] = _tabled_values(loaded[3])
                 values = [tabled[config].get((label, row["ours_label"], metric), math.nan) for label in labels]
                 values = [v for v in values if not math.isnan(v)]
                 if values:
