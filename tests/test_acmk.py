@@ -511,6 +511,26 @@ def test_ablations_gf_and_fix():
     assert 0 <= drawn < 10
 
 
+def test_gf_kmeans_reading():
+    """ACMK-GF's k-means on C(G G^T)^k X = P X + 2^-k (X - P X) with k-means++ and 10 starts returns the base
+    partition itself (a base from its own cluster means is a k-means fixed point, and the filter shrinks every
+    cluster 8-fold toward it); one start from c random rows (litekmeans) can land elsewhere - the reading whose
+    average over the bases gives the paper's Table 6 cells - and ``init`` reaches the k-means."""
+    from sklearn.cluster import KMeans
+
+    same = same_partition
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((300, 5))
+    members = np.stack([KMeans(6, n_init=1, random_state=s).fit_predict(X) for s in range(10)], axis=1)
+    for m in range(10):
+        gf = get_method("acmk-gf", member=m).fit_predict(members, 6, X=X, random_state=m)
+        assert same(gf, members[:, m])
+    one = [get_method("acmk-gf", member=m, init="random", n_init=1).fit_predict(members, 6, X=X, random_state=r)
+           for m in range(10) for r in range(3)]
+    assert any(not same(lab, members[:, i // 3]) for i, lab in enumerate(one))
+
+
 def test_needs_features_and_enough_members():
     from ensclust.errors import UserError
 

@@ -236,6 +236,10 @@ methods:
     label: LWEA
     grid: {theta: [0.1, 0.4, 0.9]}
     tuning: each
+  - name: lwea
+    label: LWEA-avg
+    grid: {theta: [0.1, 0.4, 0.9]}
+    tuning: average
 metrics: [ari, nmi]
 tune_metric: per-metric
 outputs: [csv]
@@ -259,12 +263,26 @@ def test_tuning_policies(tmp_path, cache):
         for i, theta in enumerate((0.1, 0.4, 0.9)):
             row = rows[(f"LWEA [theta={theta:g}]", metric)]
             assert row.mean == pytest.approx(lwea[lwea["point"] == i][metric].mean())
+        # average: per repetition the mean over the three points (no oracle), then the mean over repetitions
+        avg = cells[cells["method"] == "LWEA-avg"].groupby("rep")[metric].mean()
+        assert len(avg) == cfg.ensemble["repetitions"]
+        row = rows[("LWEA-avg", metric)]
+        assert row.values == pytest.approx(avg.to_dict())
+        assert row.mean == pytest.approx(avg.mean())
+        assert row.std == pytest.approx(avg.std(ddof=cfg.std_ddof))
+        assert row.params == "average over 3 grid points (theta=0.1 .. theta=0.9)"
+        assert len(row.used) == 3 * len(avg)
     assert rows[("LWEA-rep", "ari")].mean >= rows[("LWEA-mean", "ari")].mean - 1e-12
     table = pd.read_csv(root / "table_ari.csv")
     assert set(table["policy"]) >= {"oracle-best-mean on ARI", "oracle-per-repetition on ARI", "each"}
     caption = table["caption"].iloc[0]
     assert "LWEA-mean: oracle-best-mean on ARI (ground-truth oracle) [Iris: theta=" in caption
     assert "best-mean: oracle-best-mean on ARI (ground-truth oracle) [Iris: shift=0]" in caption  # tie -> first
+    assert "LWEA-avg: average over 3 grid points (theta=0.1 .. theta=0.9), per repetition (no oracle)" in caption
+    # a repetition where one point failed is left out of the average (it would average other points)
+    dropped = cells[~((cells["method"] == "LWEA-avg") & (cells["point"] == 1) & (cells["rep"] == 0))]
+    partial = {(r.method, r.metric): r for r in summarize(cfg, dropped)}[("LWEA-avg", "ari")]
+    assert 0 not in partial.values and partial.n == rows[("LWEA-avg", "ari")].n - 1
 
 
 def test_joblib_jobs_same_as_serial(tmp_path, cache):

@@ -662,3 +662,36 @@ def test_deviations_other_draws_of_the_generated_pool_bracket_are_put_down_to_th
         in frame.loc[0, "cause"]
     assert "ranges 0.233..0.633" in frame.loc[4, "cause"]   # A2: (0.3 + 0.2 + 0.2) / 3
     assert manifest.configs("full") == ["draws"]
+
+
+def test_a_row_averaged_over_its_grid_is_not_bracketed_by_its_own_points(monkeypatch):
+    """A row with tuning ``average`` (e.g. ACMK-GF over the v bases) reports the mean over its grid points: they
+    are its parts, not alternative settings, so they must not put its deviation down to the setting; a
+    sensitivity config's grid of the same row still may."""
+    from ensclust.papers import assemble
+    from ensclust.papers.assemble import COLUMNS, attribute_to_setting
+    from ensclust.papers.manifest import parse_manifest
+
+    grids = {"main": pd.DataFrame({"dataset": ["A", "A"], "method": ["GF", "GF"], "params": ["m=0", "m=1"],
+                                   "ari": [0.20, 0.60], "runs": [10, 10]}),
+             "sens": pd.DataFrame({"dataset": ["A", "A"], "method": ["GF", "GF"], "params": ["n=1", "n=10"],
+                                   "ari": [0.38, 0.40], "runs": [10, 10]})}
+    monkeypatch.setattr(assemble, "_point_means", lambda root, config, cache: grids.get(config))
+    averaged = {"main"}
+    monkeypatch.setattr(assemble, "_averaged_row", lambda root, config, label, cache: config in averaged)
+
+    def frame(paper):
+        return pd.DataFrame([dict(dict.fromkeys(COLUMNS, ""), table="t6", metric="ARI", method="GF", dataset="A",
+                                  ours_dataset="A", ours_label="GF", source="main", paper_mean=paper, ours_mean=0.4,
+                                  diff=0.4 - paper, abs_diff=abs(0.4 - paper), tolerance=0.02, within="no",
+                                  status="compared")], columns=COLUMNS)
+
+    manifest = parse_manifest({"paper": "toy", "title": "toy", "tables": [], "sensitivity": ["sens"]}, "toy.yaml")
+    low = frame(0.30)  # inside the main grid's 0.20..0.60, outside the sensitivity grid's 0.38..0.40
+    attribute_to_setting(manifest, {"t6": low})
+    assert low.loc[0, "cause_kind"] == "" and "over the 2 points of sens" in low.loc[0, "reason"]
+    assert "of main" not in low.loc[0, "reason"]
+    averaged.clear()  # the same grid as alternative settings brackets it
+    low = frame(0.30)
+    attribute_to_setting(manifest, {"t6": low})
+    assert low.loc[0, "cause_kind"] == "setting" and "of main" in low.loc[0, "cause"]

@@ -15,7 +15,8 @@ list of them). Optional keys added here (all with defaults, so paper configs nee
   ``repetitions`` (run only the first r repetitions of this row, for a baseline too slow for all of them;
   its table cells then average r runs, the paired t-test uses the repetitions both rows have, and the
   tables' caption says which rows ran fewer - put it in the label too, e.g. ``ECMC (3 runs)``).
-* tuning ``each``: every grid point becomes its own table row, labelled ``Label [a=0.1, b=2]``.
+* tuning ``each``: every grid point becomes its own table row, labelled ``Label [a=0.1, b=2]``; ``average``:
+  one row, the metric averaged over the grid points in every repetition (e.g. ACMK-GF over the v bases).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from ensclust.experiment.yamlio import Located, load_yaml, load_yaml_file
 from ensclust.metrics import FIT_METRICS, METRICS, NMI_AVERAGES, label_metrics
 
 PSEUDO_METHODS = ("km-avg", "km-best")
-TUNING_POLICIES = ("fixed", "oracle-best-mean", "oracle-per-repetition", "each")
+TUNING_POLICIES = ("fixed", "oracle-best-mean", "oracle-per-repetition", "each", "average")
 DRAW_MODES = ("first", "random", "disjoint", "fresh", "randperm_stream", "randperm_per_run")
 OUTPUTS = ("csv", "latex", "markdown", "png")
 TTESTS = ("paired", "student", "welch")
@@ -330,8 +331,8 @@ def _validate_method(v: _Validator, entry, i: int) -> MethodSpec:
             for value in values:
                 cls.params[pname].validate(pname, value, v.where(path + ("grid", pname)))
         if grid and tuning == "fixed":
-            raise v.err(path + ("tuning",), "a grid needs tuning oracle-best-mean, oracle-per-repetition or "
-                        "each (or use 'ensclust sweep'); fixed means the declared values only")
+            raise v.err(path + ("tuning",), "a grid needs tuning oracle-best-mean, oracle-per-repetition, "
+                        "each or average (or use 'ensclust sweep'); fixed means the declared values only")
         for pname, value in params.items():
             cls.params[pname].validate(pname, value, v.where(path + ("params", pname)))
         cls.check_params(params, where=v.where(path + ("params",)))

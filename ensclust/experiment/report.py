@@ -153,6 +153,9 @@ def caption(config: ExperimentConfig, metric: str, rows: list[Row], reps: int) -
             tuning.append(f"{method.label}: fixed ({p or 'defaults'})")
         elif method.tuning == "each":
             tuning.append(f"{method.label}: every grid point shown")
+        elif method.tuning == "average":
+            tuning.append(f"{method.label}: {mrows[0].params if mrows else 'average over its grid'}, "
+                          f"per repetition (no oracle)")
         else:
             chosen = "; ".join(f"{r.dataset}: {r.params}" for r in mrows)
             tuning.append(f"{method.label}: {mrows[0].policy if mrows else method.tuning} "

@@ -8,6 +8,10 @@
 * ``oracle-per-repetition``: in every repetition the point with the best ``tune_metric`` value (per metric
   with ``per-metric``); the row is the mean over repetitions of those values.
 * ``each``: every grid point is its own row, labelled ``Label [a=0.1, b=2]``.
+* ``average``: in every repetition the mean of the metric over all grid points (a row that reports an average
+  over settings, e.g. ACMK-GF's "average results among the 10 base results"); the row is the mean over
+  repetitions of those averages. No oracle: the ground truth chooses nothing. A repetition counts only when
+  every grid point finished in it (an average over fewer points would be another quantity).
 
 All oracle policies choose on the ground truth, as the papers do; the policy and the chosen values are
 written in every caption and in the table CSV, never hidden.
@@ -139,6 +143,19 @@ def _method_rows(config: ExperimentConfig, method: MethodSpec, dataset: str, sub
                 vals = per_metric[metric].get(point_index, {})
                 rows.append(make_row(metric, vals, method.tuning, format_params(point), label,
                                      [(point_index, r) for r in sorted(vals)]))
+        return rows
+
+    if method.tuning == "average":
+        for metric in config.metrics:
+            by_point = per_metric[metric]
+            complete = [rep for rep in range(reps)
+                        if len(method.points) and all(rep in by_point.get(p, {}) for p in range(len(method.points)))]
+            values = {rep: float(np.mean([by_point[p][rep] for p in range(len(method.points))])) for rep in complete}
+            rows.append(make_row(metric, values, "average",
+                                 f"average over {len(method.points)} grid points"
+                                 + (f" ({format_params(method.points[0], grid_keys)} .. "
+                                    f"{format_params(method.points[-1], grid_keys)})" if grid_keys else ""),
+                                 used=[(p, rep) for rep in complete for p in range(len(method.points))]))
         return rows
 
     for metric in config.metrics:

@@ -356,6 +356,9 @@ class ACMKGraphFilter(ConsensusMethod):
         "member": Param(-1, type="int", low=-1, doc="which base graph (0-based); -1 draws one at random",
                         source="ensclust choice (the paper averages the metric over all bases)"),
         "n_init": _PARAMS["n_init"],
+        "init": Param("k-means++", type="str", choices=("k-means++", "random"),
+                      doc="seeding of the k-means on the filtered features: k-means++ or c random rows",
+                      source="ensclust choice (scikit-learn's default); 'random' is litekmeans' start"),
     }
 
     def _fit(self, members, n_clusters, X, rng):
@@ -369,7 +372,7 @@ class ACMKGraphFilter(ConsensusMethod):
         means = cluster_means(Xf, lab, int(lab.max()) + 1)[lab]
         emb = means + 2.0 ** (-self.k) * (Xf - means)
         self.diagnostics_ = {"member": m}
-        return kmeans_labels(emb, n_clusters, random_state=rng, n_init=self.n_init)
+        return kmeans_labels(emb, n_clusters, random_state=rng, n_init=self.n_init, init=self.init)
 
 
 @register

@@ -272,6 +272,13 @@ def _point_means(results_root, config: str, cache: dict | None) -> pd.DataFrame 
     return groups[metrics].mean().join(groups.size().rename("runs")).reset_index()
 
 
+def _averaged_row(results_root, config: str, label: str, cache: dict | None) -> bool:
+    """Whether the row ``label`` of ``config`` is an average over its grid points (tuning ``average``)."""
+    loaded = load_experiment(results_root, config, cache)
+    spec = None if loaded is None else next((m for m in loaded[0].methods if m.label == label), None)
+    return spec is not None and spec.tuning == "average"
+
+
 def attribute_to_setting(manifest: Manifest, frames: dict[str, pd.DataFrame], results_root="results",
                          cache: dict | None = None) -> None:
     """Put down to the parameter setting the deviations that our own grid brackets.
@@ -298,6 +305,8 @@ def attribute_to_setting(manifest: Manifest, frames: dict[str, pd.DataFrame], re
                 if config != row["source"] and \
                         _data_reading(results_root, config, row["ours_dataset"], cache) != reading:
                     continue  # another reading of the data set (preprocessing, pool): its grid says nothing here
+                if config == row["source"] and _averaged_row(results_root, config, row["ours_label"], cache):
+                    continue  # the row averages over its grid: the points are its parts, not other settings
                 if config and config not in point_means:
                     point_means[config] = _point_means(results_root, config, cache)
                 means = point_means.get(config)
