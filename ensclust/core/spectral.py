@@ -185,15 +185,17 @@ def kmeans_labels(X, n_clusters: int, *, random_state=None, n_init: int = 10, ma
     return km.fit_predict(X).astype(np.int64)
 
 
-def spectral_clustering(W, n_clusters: int, *, random_state=None, assign: str = "kmeans", n_init: int = 10):
-    """Normalised spectral clustering of affinity ``W``: NJW embedding, then k-means or discretisation."""
+def spectral_clustering(W, n_clusters: int, *, random_state=None, assign: str = "kmeans", n_init: int = 10,
+                        init: str = "k-means++"):
+    """Normalised spectral clustering of affinity ``W``: NJW embedding, then k-means (seeded by ``init``, see
+    :func:`kmeans_labels`) or discretisation."""
     rng = check_random_state(random_state)
     V = spectral_embedding(W, n_clusters, random_state=rng)
     if assign == "discretize":
         return discretize(V, random_state=rng)
     if assign != "kmeans":
         raise ValueError(f"assign must be 'kmeans' or 'discretize', got {assign!r}")
-    return kmeans_labels(V, n_clusters, random_state=rng, n_init=n_init)
+    return kmeans_labels(V, n_clusters, random_state=rng, n_init=n_init, init=init)
 
 
 def bipartite_embedding(B, n_components: int, *, random_state=None, normalize_rows: bool = True) -> np.ndarray:
