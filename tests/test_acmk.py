@@ -514,8 +514,8 @@ def test_ablations_gf_and_fix():
 def test_gf_kmeans_reading():
     """ACMK-GF's k-means on C(G G^T)^k X = P X + 2^-k (X - P X) with k-means++ and 10 starts returns the base
     partition itself (a base from its own cluster means is a k-means fixed point, and the filter shrinks every
-    cluster 8-fold toward it); one start from c random rows (litekmeans) can land elsewhere - the reading whose
-    average over the bases gives the paper's Table 6 cells - and ``init`` reaches the k-means."""
+    cluster 8-fold toward it); one start from c random rows (litekmeans) can land elsewhere, and ``init``
+    reaches the k-means."""
     from sklearn.cluster import KMeans
 
     same = same_partition
