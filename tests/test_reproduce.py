@@ -678,7 +678,7 @@ def test_a_row_averaged_over_its_grid_is_not_bracketed_by_its_own_points(monkeyp
                                    "ari": [0.38, 0.40], "runs": [10, 10]})}
     monkeypatch.setattr(assemble, "_point_means", lambda root, config, cache: grids.get(config))
     averaged = {"main"}
-    monkeypatch.setattr(assemble, "_averaged_row", lambda root, config, label, cache: config in averaged)
+    monkeypatch.setattr(assemble, "_averaged_row", lambda root, config, labels, cache: config in averaged)
 
     def frame(paper):
         return pd.DataFrame([dict(dict.fromkeys(COLUMNS, ""), table="t6", metric="ARI", method="GF", dataset="A",
@@ -691,6 +691,10 @@ def test_a_row_averaged_over_its_grid_is_not_bracketed_by_its_own_points(monkeyp
     attribute_to_setting(manifest, {"t6": low})
     assert low.loc[0, "cause_kind"] == "" and "over the 2 points of sens" in low.loc[0, "reason"]
     assert "of main" not in low.loc[0, "reason"]
+    averaged.add("sens")  # an averaged row of a sensitivity config is no grid of settings either
+    low = frame(0.39)
+    attribute_to_setting(manifest, {"t6": low})
+    assert low.loc[0, "cause_kind"] == "" and low.loc[0, "reason"] == ""
     averaged.clear()  # the same grid as alternative settings brackets it
     low = frame(0.30)
     attribute_to_setting(manifest, {"t6": low})

@@ -148,14 +148,14 @@ def _method_rows(config: ExperimentConfig, method: MethodSpec, dataset: str, sub
     if method.tuning == "average":
         for metric in config.metrics:
             by_point = per_metric[metric]
-            complete = [rep for rep in range(reps)
-                        if len(method.points) and all(rep in by_point.get(p, {}) for p in range(len(method.points)))]
-            values = {rep: float(np.mean([by_point[p][rep] for p in range(len(method.points))])) for rep in complete}
+            points = range(len(method.points))
+            complete = [rep for rep in range(reps) if points and all(rep in by_point.get(p, {}) for p in points)]
+            values = {rep: float(np.mean([by_point[p][rep] for p in points])) for rep in complete}
             rows.append(make_row(metric, values, "average",
-                                 f"average over {len(method.points)} grid points"
+                                 f"average over {len(points)} grid points"
                                  + (f" ({format_params(method.points[0], grid_keys)} .. "
                                     f"{format_params(method.points[-1], grid_keys)})" if grid_keys else ""),
-                                 used=[(p, rep) for rep in complete for p in range(len(method.points))]))
+                                 used=[(p, rep) for rep in complete for p in points]))
         return rows
 
     for metric in config.metrics:

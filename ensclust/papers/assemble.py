@@ -272,11 +272,19 @@ def _point_means(results_root, config: str, cache: dict | None) -> pd.DataFrame 
     return groups[metrics].mean().join(groups.size().rename("runs")).reset_index()
 
 
-def _averaged_row(results_root, config: str, label: str, cache: dict | None) -> bool:
-    """Whether the row ``label`` of ``config`` is an average over its grid points (tuning ``average``)."""
+def _method_spec(config, label: str):
+    """The method entry of a loaded config whose row label is ``label`` (None when there is none)."""
+    return next((m for m in config.methods if m.label == label), None)
+
+
+def _averaged_row(results_root, config: str, labels, cache: dict | None) -> bool:
+    """Whether a row of ``config`` labelled one of ``labels`` is an average over its grid points (tuning
+    ``average``): its points are its parts, not alternative settings."""
     loaded = load_experiment(results_root, config, cache)
-    spec = None if loaded is None else next((m for m in loaded[0].methods if m.label == label), None)
-    return spec is not None and spec.tuning == "average"
+    if loaded is None:
+        return False
+    return any((spec := _method_spec(loaded[0], label)) is not None and spec.tuning == "average"
+               for label in labels)
 
 
 def attribute_to_setting(manifest: Manifest, frames: dict[str, pd.DataFrame], results_root="results",
@@ -305,7 +313,7 @@ def attribute_to_setting(manifest: Manifest, frames: dict[str, pd.DataFrame], re
                 if config != row["source"] and \
                         _data_reading(results_root, config, row["ours_dataset"], cache) != reading:
                     continue  # another reading of the data set (preprocessing, pool): its grid says nothing here
-                if config == row["source"] and _averaged_row(results_root, config, row["ours_label"], cache):
+                if _averaged_row(results_root, config, (row["ours_label"], row["method"]), cache):
                     continue  # the row averages over its grid: the points are its parts, not other settings
                 if config and config not in point_means:
                     point_means[config] = _point_means(results_root, config, cache)
@@ -366,7 +374,7 @@ def attribute_to_pool(manifest: Manifest, frames: dict[str, pd.DataFrame]) -> No
 def _row_protocol(config, label: str):
     """What a row of a config computes, whatever its label: method, parameter points, tuning, scope,
     repetitions and code revision (None when the config has no such row)."""
-    spec = next((m for m in config.methods if m.label == label), None)
+    spec = _method_spec(config, label)
     if spec is None:
         return None
     return (spec.name, canonical_json(spec.points), spec.tuning, spec.scope, spec.repetitions, spec.revision,
