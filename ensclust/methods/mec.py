@@ -3,8 +3,7 @@ Clustering", IJCAI 2017; called MVEC there) - a RECONSTRUCTION, not the authors'
 
 specs/baselines/robust_family.md section 7 has only the abstract. Of the paper's full text only the title,
 authors, abstract and the first lines of the introduction could be read (the stored copy of the text is
-returned by its opening only); no code by the authors or by others was found. What the paper states
-(abstract):
+returned by its opening only); no code by the authors was found. What the paper states (abstract):
 
 * MVEC generates basic partitions (BPs) for each view individually and seeks a consensus partition of all BPs;
 * instead of fusing the BPs directly it applies a low-rank and sparse decomposition to "explicitly consider
@@ -17,6 +16,17 @@ base clusterings, shows its learned consensus matrix (SPCE Fig. 1(c)) and report
 (n = 9394). Nothing else about MEC is known: not the objective's exact form, not the constraint, not the
 solver, not the parameters, not how SPCE turned one ensemble into "views". The rows of experiments that use
 ``mec`` are therefore a reconstruction and must be labelled so.
+
+One third-party reading exists: an unofficial MATLAB re-implementation in a survey's benchmark code
+(xuz2019/Ensemble-Clustering-Review, benchmark_local_code/tao2017ensemble, "not claimed to be an official code
+release"). It reads the model as a self-representation of ONE co-association matrix S of the whole ensemble
+(m = 1 view): |J|_* + lambda2 |E|_1 + tr(H^T L_Z H) with S Z + E = S + H H^T, Z = J, Z >= 0, Z 1 = 1, lambda1 = 1,
+lambda2 = 0.01 ("the paper's section 4 defaults"), a linearised ADMM step for Z, 100 iterations, k-means on H.
+The TKDD 2023 follow-up's abstract (Zhang et al., "from matrix to tensor") also describes the approach as a
+self-representation with a low-rank constraint. Neither is the authors' text, and the coupling term H H^T in
+that constraint cannot be checked against the paper, so the reconstruction below is kept; the difference
+(per-member projector views with P_v = Z + E_v versus S = S Z + E - H H^T on one view) is the main open
+reading of MEC.
 
 Reconstruction (every equation below is ours; R-numbers are cited in the code)
 -----------------------------------------------------------------------------
