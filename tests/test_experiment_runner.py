@@ -571,3 +571,47 @@ def test_an_interrupted_forced_run_resumes_without_force(tmp_path, cache):
     (root / "forced.json").write_text("[1, 2")
     with pytest.raises(UserError, match="corrupt or truncated forced.json"):
         run(cfg, tmp_path, cache)
+
+
+PAIR_CONFIG = """name: pairs
+seed: 3
+datasets:
+  - name: blobs
+    label: Blobs
+    params: {n_samples: 400, centers: 4, random_state: 0}
+pool: {generator: kmeans, k: [2, 20], size: 10}
+ensemble: {mode: random, size: 10, repetitions: 2, seed: 1}
+methods:
+  - {name: rsec-h, label: RSEC-H}
+  - {name: rsec-z, label: RSEC-Z}
+  - {name: eac-al, label: EAC}
+metrics: [ari]
+outputs: [csv]
+"""
+
+
+def test_solve_batches_keep_a_shared_solve_in_one_task():
+    from ensclust.experiment.executors import _solve_batches
+
+    ctx, other = object(), object()
+
+    def cell(method, rep=0, params="{}"):
+        return {"method_name": method, "dataset": "D", "rep": rep, "params": params}
+
+    tasks = [(0, ctx, cell("rsec-h")), (1, ctx, cell("rsec-z")),           # one solve
+             (2, ctx, cell("rsec-h", rep=1)), (3, ctx, cell("eac-al", rep=1)),  # no partner
+             (4, ctx, cell("awec-h", params="a")), (5, ctx, cell("awec-s", params="b")),  # other parameters
+             (6, ctx, cell("rsec-h", rep=2)), (7, other, cell("rsec-z", rep=2))]  # other context
+    assert [[t[0] for t in b] for b in _solve_batches(tasks)] == [[0, 1], [2], [3], [4], [5], [6], [7]]
+
+
+def test_joblib_runs_a_shared_solve_once(tmp_path, cache):
+    """With worker processes the cells of one solve group (RSEC-H / RSEC-Z) still share their solve: the second
+    one costs its k-means only (it cost a whole solve when each cell went to a worker on its own); the cells are
+    those of the serial run."""
+    cfg = load_config_text(PAIR_CONFIG, "pairs.yaml")
+    serial = run(cfg, tmp_path / "serial", cache)
+    jobs = run(cfg, tmp_path / "jobs", cache, jobs=2)
+    assert (serial / "cells.csv").read_bytes() == (jobs / "cells.csv").read_bytes()
+    cpu = pd.read_csv(jobs / "timing.csv").groupby("method")["cpu_s"].sum()
+    assert cpu["RSEC-Z"] < 0.25 * cpu["RSEC-H"]

@@ -114,7 +114,7 @@ def _pool_matrix():
 
 
 def _same_partitions(a, b):
-    from ensclust.metrics import ari, fscore, nmi
+    from ensclust.metrics import ari
 
     return all(ari(a[:, j], b[:, j]) == 1.0 for j in range(a.shape[1]))
 

@@ -27,6 +27,7 @@ from concurrent.futures import CancelledError
 from dataclasses import dataclass
 
 from ensclust.errors import UserError
+from ensclust.methods import solve_group
 
 EXECUTORS = ("local", "dask")
 DASK_CONNECT_TIMEOUT = "10s"
@@ -64,8 +65,38 @@ class SerialExecutor(Executor):
             yield _run_indexed(index, ctx, cell)
 
 
+def _share_solve(a: dict, b: dict) -> bool:
+    """Whether two cells run one deterministic solve: the same data set, ensemble and parameters, and methods of
+    one ``solve_group`` (RSEC-H / RSEC-Z, AWEC-H / AWEC-S, ACMK-KM / ACMK-SC)."""
+    group = solve_group(a["method_name"])
+    return (group is not None and group == solve_group(b["method_name"]) and a["dataset"] == b["dataset"]
+            and a["rep"] == b["rep"] and a["params"] == b["params"])
+
+
+def _solve_batches(tasks: Iterable[tuple]) -> Iterator[list[tuple]]:
+    """Consecutive tasks that share a solve (:func:`_share_solve`, same context), as one batch each.
+
+    A worker process receives a task's context without its solve cache and starts an empty one; a batch
+    travels as one task, so its cells share one context and one cache: the second cell reuses the first one's
+    solve as it does in the serial executor (the runner orders the cells of one ensemble and grid point next to
+    each other). Results do not depend on the batching; the time of a pair's solve is paid once.
+    """
+    batch = []
+    for task in tasks:
+        if batch and not (task[1] is batch[-1][1] and _share_solve(batch[-1][2], task[2])):
+            yield batch
+            batch = []
+        batch.append(task)
+    if batch:
+        yield batch
+
+
+def _run_batch(batch: list[tuple]) -> list[tuple[int, dict]]:
+    return [_run_indexed(index, ctx, cell) for index, ctx, cell in batch]
+
+
 class JoblibExecutor(Executor):
-    """``jobs`` joblib/loky worker processes on this machine."""
+    """``jobs`` joblib/loky worker processes on this machine; the cells sharing a solve run in one task."""
 
     name = "joblib"
 
@@ -79,7 +110,8 @@ class JoblibExecutor(Executor):
         from joblib import Parallel, delayed
 
         parallel = Parallel(n_jobs=self.jobs, backend="loky", return_as="generator_unordered")
-        yield from parallel(delayed(_run_indexed)(index, ctx, cell) for index, ctx, cell in tasks)
+        for records in parallel(delayed(_run_batch)(batch) for batch in _solve_batches(tasks)):
+            yield from records
 
 
 @dataclass

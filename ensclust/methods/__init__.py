@@ -113,6 +113,15 @@ def get_method_class(name: str, where: str = "") -> type[ConsensusMethod]:
     raise unknown_name_error("method", name, set(_REGISTRY) | set(entry_points), where)
 
 
+def solve_group(name: str) -> str | None:
+    """The ``solve_group`` of method ``name`` (methods of one group share a deterministic solve, e.g. RSEC-H and
+    RSEC-Z), or None for a method without one, a pseudo-method (km-avg) or an unregistered name."""
+    try:
+        return get_method_class(name).solve_group
+    except UserError:
+        return None
+
+
 def get_method(name: str, **params) -> ConsensusMethod:
     """An estimator for method ``name``; ``params`` (declared or Python names, ``lambda`` or ``lambda_``) are
     validated now, so that a bad value fails before any work."""

@@ -34,24 +34,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ensclust.errors import UserError
 from ensclust.experiment.plan import plan_cells
 from ensclust.experiment.store import ResultStore
+from ensclust.methods import solve_group
 
 #: the estimate sources a dry-run line names, in this order (module docstring)
 ESTIMATE_SOURCES = ("recorded", "recorded-wall", "recorded-elsewhere", "model", "unknown")
 PSEUDO_COST_S = 0.05  # a base-clustering statistic: scoring the members, no fit
 SHARED_SOLVE_COST_S = 1.0  # a fit that reuses its partner's solve: post-processing only
 _BUILTIN_N = {"iris": 150, "wine": 178, "digits": 1797, "breast_cancer_sklearn": 569}
-
-
-def _solve_group(method_name: str) -> str | None:
-    from ensclust.methods import get_method_class
-
-    try:
-        return get_method_class(method_name).solve_group
-    except UserError:  # a pseudo-method (km-avg) or an unregistered name: no shared solve
-        return None
 
 
 @dataclass
@@ -211,7 +202,7 @@ def estimate_config(config, results_root, model: CostModel, from_scratch: bool =
             if not from_scratch:
                 continue
         est.pending += 1
-        group = _solve_group(cell["method_name"])
+        group = solve_group(cell["method_name"])
         key = (cell["dataset"], cell["rep"], group, cell["params"])
         if cell["scope"] is not None:
             t, source = PSEUDO_COST_S, "recorded"
