@@ -699,3 +699,18 @@ def test_a_row_averaged_over_its_grid_is_not_bracketed_by_its_own_points(monkeyp
     low = frame(0.30)
     attribute_to_setting(manifest, {"t6": low})
     assert low.loc[0, "cause_kind"] == "setting" and "of main" in low.loc[0, "cause"]
+
+
+def test_an_imported_pool_is_read_by_its_file_not_by_generator_defaults():
+    """Two configs on the same pool file see the same members whatever generator keys their top-level ``pool:``
+    block or the defaults leave beside ``source: file`` (the setting check compares readings); generated pools
+    still differ by every key."""
+    from ensclust.papers.assemble import _pool_reading
+
+    a = {"source": "file", "file": "pools/x.mat", "generator": "kmeans", "k": [2, "sqrt"], "size": 100}
+    b = {"source": "file", "file": "pools/x.mat", "generator": "kmeans", "k": "c", "size": 100}
+    assert _pool_reading(a) == _pool_reading(b) == {"source": "file", "file": "pools/x.mat"}
+    assert _pool_reading({**a, "first": 20}) != _pool_reading(a)
+    assert _pool_reading({**a, "file": "pools/y.mat"}) != _pool_reading(a)
+    generated = {"source": "generate", "generator": "kmeans", "k": [2, "sqrt"], "size": 100}
+    assert _pool_reading(generated) != _pool_reading({**generated, "k": "c"})

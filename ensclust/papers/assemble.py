@@ -246,6 +246,19 @@ def _metric_key(metric) -> str:
     return METRIC_ALIASES.get(str(metric).lower(), str(metric).lower())
 
 
+#: the keys of an imported pool's spec that say which members it holds (the generator keys a config's top-level
+#: ``pool:`` block or the defaults leave beside ``source: file`` are not read for it)
+_FILE_POOL_KEYS = ("source", "file", "members_key", "y_key", "layout", "first", "missing")
+
+
+def _pool_reading(pool: dict) -> dict:
+    """The part of a pool spec that defines its members: all of a generated pool's spec, an imported pool's file
+    and how it is read."""
+    if pool.get("source") == "file":
+        return {k: v for k, v in pool.items() if k in _FILE_POOL_KEYS}
+    return pool
+
+
 def _data_reading(results_root, config: str, label: str, cache: dict | None) -> dict | None:
     """What a config feeds its methods for the data set ``label``: file, preprocessing, parameters and pool
     spec (None when the config has no results or no such data set). Two configs see the same inputs only when
@@ -255,7 +268,8 @@ def _data_reading(results_root, config: str, label: str, cache: dict | None) -> 
         return None
     for spec in loaded[0].datasets:
         if spec.label == label:
-            return {"name": spec.name, "preprocess": spec.preprocess, "params": spec.params, "pool": spec.pool,
+            return {"name": spec.name, "preprocess": spec.preprocess, "params": spec.params,
+                    "pool": _pool_reading(spec.pool),
                     "n_clusters": spec.n_clusters, "x_key": spec.x_key, "y_key": spec.y_key}
     return None
 
