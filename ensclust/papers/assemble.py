@@ -37,6 +37,7 @@ from ensclust.experiment.config import canonical_json
 from ensclust.experiment.report import DAGGER, METRIC_NAMES, build_tables, latex_escape
 from ensclust.experiment.store import ResultStore
 from ensclust.papers.manifest import Manifest, Source, TableSpec
+from ensclust.pools import normalize_spec
 
 DEFAULT_TOLERANCE = 0.02
 TIME_METRICS = ("time_s",)
@@ -246,17 +247,11 @@ def _metric_key(metric) -> str:
     return METRIC_ALIASES.get(str(metric).lower(), str(metric).lower())
 
 
-#: the keys of an imported pool's spec that say which members it holds (the generator keys a config's top-level
-#: ``pool:`` block or the defaults leave beside ``source: file`` are not read for it)
-_FILE_POOL_KEYS = ("source", "file", "members_key", "y_key", "layout", "first", "missing")
-
-
 def _pool_reading(pool: dict) -> dict:
-    """The part of a pool spec that defines its members: all of a generated pool's spec, an imported pool's file
-    and how it is read."""
-    if pool.get("source") == "file":
-        return {k: v for k, v in pool.items() if k in _FILE_POOL_KEYS}
-    return pool
+    """The part of a pool spec that defines its members: all of a generated pool's spec (its seed included, which
+    :func:`_pool_draw` reads), an imported pool's file and how it is read - the pool module's own normal form of
+    a file spec, without the generator keys a config's top-level ``pool:`` block or the defaults leave beside it."""
+    return normalize_spec(pool) if pool.get("source") == "file" else pool
 
 
 def _data_reading(results_root, config: str, label: str, cache: dict | None) -> dict | None:
