@@ -410,3 +410,21 @@ def _run_with_a_killed_worker(tmp_path, dask_cluster, preload):
     for cwd in cluster.worker_dirs:
         assert list(cwd.iterdir()) == []
     print(f"worker killed after {killed_at[0]} of {len(planned)} cells; run {elapsed:.1f} s; rerun: {rerun}")
+
+
+@needs_dask
+def test_dask_runs_a_shared_solve_once(tmp_path):
+    """On Dask too the cells of one solve group travel as one task: RSEC-Z reuses RSEC-H's solve (it cost a
+    whole solve when each cell was a task of its own), and the cells are those of the serial run."""
+    import pandas as pd
+    from test_experiment_runner import PAIR_CONFIG
+
+    cache = str(tmp_path / "pools")
+    cfg = load_config_text(PAIR_CONFIG, "p.yaml")
+    local = run_experiment(cfg, results_root=tmp_path / "local", cache_dir=cache, quiet=True)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        remote = run_experiment(cfg, results_root=tmp_path / "dask", cache_dir=cache, quiet=True, executor="dask",
+                                scheduler=cluster.scheduler_address)
+    assert (local / "cells.csv").read_bytes() == (remote / "cells.csv").read_bytes()
+    cpu = pd.read_csv(remote / "timing.csv").groupby("method")["cpu_s"].sum()
+    assert cpu["RSEC-Z"] < 0.25 * cpu["RSEC-H"]

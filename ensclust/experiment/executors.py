@@ -13,7 +13,8 @@ Dask and dying workers: a task whose worker dies is rescheduled by the scheduler
 its ``distributed.scheduler.allowed-failures``, then it errs with ``KilledWorker``). A dataset context is
 scattered once to one worker and copied to the others as they need it; when the only worker holding it
 dies before the copy, the scheduler forgets it and cancels the cells depending on it: the context is then
-scattered again and those cells resubmitted (at most ``DASK_RESUBMITS`` times per cell). Cells that still
+scattered again and those cells resubmitted (at most ``DASK_RESUBMITS`` times per cell). The cells sharing a
+solve (:func:`_solve_batches`) travel as one task in both parallel executors, so a pair pays its solve once. Cells that still
 cannot be computed, no worker connected for ``DASK_NO_WORKER_TIMEOUT`` seconds, or a lost scheduler end
 the run with a one-line :class:`~ensclust.errors.UserError` after the finished cells were handed over (and
 stored), so a rerun computes only the rest.
@@ -95,6 +96,11 @@ def _run_batch(batch: list[tuple]) -> list[tuple[int, dict]]:
     return [_run_indexed(index, ctx, cell) for index, ctx, cell in batch]
 
 
+def _run_cells(ctx, cells: list[tuple[int, dict]]) -> list[tuple[int, dict]]:
+    """A Dask task: the cells of one solve batch on one (scattered) dataset context."""
+    return [_run_indexed(index, ctx, cell) for index, cell in cells]
+
+
 class JoblibExecutor(Executor):
     """``jobs`` joblib/loky worker processes on this machine; the cells sharing a solve run in one task."""
 
@@ -116,24 +122,26 @@ class JoblibExecutor(Executor):
 
 @dataclass
 class _Scattered:
-    """A dataset context on the cluster: the local object (to scatter again), its future, open cells."""
+    """A dataset context on the cluster: the local object (to scatter again), its future, open tasks."""
 
     ctx: object
     future: object = None
-    open_cells: int = 0
+    open_tasks: int = 0
 
 
 @dataclass
 class _Submitted:
-    index: int
-    cell: dict
+    """One task on the cluster: the cells ``(index, cell)`` of one solve batch of the data set ``label``."""
+
+    cells: list
     label: str
     attempt: int = 0
 
 
 class DaskExecutor(Executor):
     """Cells as tasks on a Dask cluster: the scheduler at ``scheduler`` (``tcp://host:8786``), or a local
-    cluster of ``jobs`` single-threaded worker processes when no address is given."""
+    cluster of ``jobs`` single-threaded worker processes when no address is given. The cells sharing a solve
+    go as one task (:func:`_solve_batches`)."""
 
     name = "dask"
 
@@ -159,7 +167,7 @@ class DaskExecutor(Executor):
     def map_unordered(self, tasks):
         client = self._connect()
         try:
-            yield from _DaskRun(client, self.scheduler or "the local Dask cluster").run(iter(tasks))
+            yield from _DaskRun(client, self.scheduler or "the local Dask cluster").run(_solve_batches(tasks))
         finally:
             client.close()
 
@@ -227,62 +235,61 @@ class _DaskRun:
         return entry.future
 
     def _submit(self, sub: _Submitted) -> None:
-        from ensclust.experiment.runner import run_cell
-
-        key = f"ensclust-{sub.cell['fingerprint']}-{sub.index}-a{sub.attempt}"
-        future = self.client.submit(run_cell, self._scattered(sub.label), sub.cell, pure=False, key=key)
+        index, cell = sub.cells[0]
+        key = f"ensclust-{cell['fingerprint']}-{index}-a{sub.attempt}"
+        future = self.client.submit(_run_cells, self._scattered(sub.label), sub.cells, pure=False, key=key)
         self.in_flight[future] = sub
         self.done.add(future)
 
-    def _add(self, index: int, ctx, cell: dict) -> None:
+    def _add(self, batch: list[tuple]) -> None:
+        ctx = batch[0][1]
         label = ctx.label
         if label != self.current_label:
             self._release(self.current_label)
             self.current_label = label
         entry = self.datasets.setdefault(label, _Scattered(ctx))
         entry.ctx = ctx
-        entry.open_cells += 1
-        self._submit(_Submitted(index, cell, label))
+        entry.open_tasks += 1
+        self._submit(_Submitted([(index, cell) for index, _, cell in batch], label))
 
-    def _close_cell(self, sub: _Submitted) -> None:
+    def _close_task(self, sub: _Submitted) -> None:
         entry = self.datasets.get(sub.label)
         if entry is not None:
-            entry.open_cells -= 1
+            entry.open_tasks -= 1
             if sub.label != self.current_label:
                 self._release(sub.label)
 
     def _release(self, label) -> None:
         """Forget a dataset's context once none of its cells is open (keeps one context in memory)."""
         entry = self.datasets.get(label)
-        if entry is not None and entry.open_cells <= 0:
+        if entry is not None and entry.open_tasks <= 0:
             del self.datasets[label]
 
     # -- the loop -------------------------------------------------------------------------------------
-    def run(self, tasks) -> Iterator[tuple[int, dict]]:
+    def run(self, batches) -> Iterator[tuple[int, dict]]:
+        """Submit the batches of :func:`_solve_batches` (a bounded number in flight); yield each cell's record."""
         exhausted = False
         try:
             while True:
                 window = max(DASK_MIN_IN_FLIGHT, 2 * self._cluster_threads())
                 while not exhausted and len(self.in_flight) < window:
-                    task = next(tasks, None)
-                    if task is None:
+                    batch = next(batches, None)
+                    if batch is None:
                         exhausted = True
                         self._release(self.current_label)
                         self.current_label = None
                     else:
-                        self._add(*task)
+                        self._add(batch)
                 if exhausted and not self.in_flight:
                     break
-                batch = self.done.next_batch(block=False)
-                if not batch:
+                finished = self.done.next_batch(block=False)
+                if not finished:
                     self._check_alive()
                     time.sleep(_POLL_S)
                     continue
                 self._no_worker_since = None
-                for future in batch:
-                    result = self._collect(future)
-                    if result is not None:
-                        yield result
+                for future in finished:
+                    yield from self._collect(future)
         finally:
             if self.in_flight and self.client.status == "running":
                 try:  # Ctrl-C or an error: do not leave this run's cells queued on the cluster
@@ -291,24 +298,26 @@ class _DaskRun:
                     pass
         if self.not_computed:
             sub, reason = self.not_computed[0]
-            cell = sub.cell
+            cell = sub.cells[0][1]
             rep = "pool" if cell["rep"] < 0 else f"rep {cell['rep']}"
-            raise UserError(f"{len(self.not_computed)} cell(s) could not be computed on {self.where} (e.g. "
+            n_cells = sum(len(sub.cells) for sub, _ in self.not_computed)
+            raise UserError(f"{n_cells} cell(s) could not be computed on {self.where} (e.g. "
                             f"{cell['dataset']}/{cell['method']} {rep}: {reason}); {self._stop_note()}")
 
-    def _collect(self, future):
+    def _collect(self, future) -> list[tuple[int, dict]]:
+        """The records of a finished task; [] when it was resubmitted, is awaited again or could not run."""
         sub = self.in_flight.pop(future)
         status = future.status
         if status == "finished":
             try:
-                record = future.result(timeout=DASK_NO_WORKER_TIMEOUT)
+                records = future.result(timeout=DASK_NO_WORKER_TIMEOUT)
             except TimeoutError:  # its result was lost with a worker and is being computed again
                 return self._wait_again(future, sub)
             except CancelledError:  # ... or forgotten with its dataset context: compute it again
                 return self._retry(sub, "its result was lost with a worker")
-            self.n_finished += 1
-            self._close_cell(sub)
-            return sub.index, record
+            self.n_finished += len(records)
+            self._close_task(sub)
+            return records
         if status == "cancelled":
             if self.client.status != "running":
                 raise UserError(f"lost the connection to the Dask scheduler at {self.where}; {self._stop_note()}")
@@ -319,22 +328,22 @@ class _DaskRun:
         exc = future.exception()
         text = f"{type(exc).__name__}: {exc}".replace("\n", " ")[:300]
         self.not_computed.append((sub, text))
-        self._close_cell(sub)
-        return None
+        self._close_task(sub)
+        return []
 
-    def _wait_again(self, future, sub: _Submitted):
+    def _wait_again(self, future, sub: _Submitted) -> list:
         self.in_flight[future] = sub
         self.done.add(future)
-        return None
+        return []
 
-    def _retry(self, sub: _Submitted, reason: str):
+    def _retry(self, sub: _Submitted, reason: str) -> list:
         if sub.attempt >= DASK_RESUBMITS:
             self.not_computed.append((sub, reason))
-            self._close_cell(sub)
-            return None
+            self._close_task(sub)
+            return []
         sub.attempt += 1
         self._submit(sub)
-        return None
+        return []
 
 
 def make_executor(executor: str = "local", jobs: int = 1, scheduler: str | None = None) -> Executor:
