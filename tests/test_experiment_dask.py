@@ -77,14 +77,20 @@ def test_serial_executor_yields_every_index_with_its_record(tmp_path):
 
 
 # -- Dask, in-process cluster -----------------------------------------------------------------------------
-@needs_dask
-def test_dask_local_cluster_same_results(tmp_path):
+def _local_and_dask(cfg, tmp_path, *, n_workers=1, processes=False):
+    """The experiment folders of a serial run and of a run on a local Dask cluster, sharing one pool cache."""
     cache = str(tmp_path / "pools")
-    cfg = load_config_text(CONFIG, "d.yaml")
     local = run_experiment(cfg, results_root=tmp_path / "local", cache_dir=cache, quiet=True)
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
+    with distributed.LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=processes,
+                                  dashboard_address=None) as cluster:
         remote = run_experiment(cfg, results_root=tmp_path / "dask", cache_dir=cache, quiet=True, executor="dask",
                                 scheduler=cluster.scheduler_address)
+    return local, remote
+
+
+@needs_dask
+def test_dask_local_cluster_same_results(tmp_path):
+    local, remote = _local_and_dask(load_config_text(CONFIG, "d.yaml"), tmp_path)
     for name in REPORT_FILES:
         assert (local / name).read_bytes() == (remote / name).read_bytes(), name
 
@@ -419,12 +425,7 @@ def test_dask_runs_a_shared_solve_once(tmp_path):
     import pandas as pd
     from test_experiment_runner import PAIR_CONFIG
 
-    cache = str(tmp_path / "pools")
-    cfg = load_config_text(PAIR_CONFIG, "p.yaml")
-    local = run_experiment(cfg, results_root=tmp_path / "local", cache_dir=cache, quiet=True)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
-        remote = run_experiment(cfg, results_root=tmp_path / "dask", cache_dir=cache, quiet=True, executor="dask",
-                                scheduler=cluster.scheduler_address)
+    local, remote = _local_and_dask(load_config_text(PAIR_CONFIG, "p.yaml"), tmp_path, n_workers=2, processes=True)
     assert (local / "cells.csv").read_bytes() == (remote / "cells.csv").read_bytes()
     cpu = pd.read_csv(remote / "timing.csv").groupby("method")["cpu_s"].sum()
     assert cpu["RSEC-Z"] < 0.25 * cpu["RSEC-H"]
