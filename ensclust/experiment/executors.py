@@ -13,11 +13,13 @@ Dask and dying workers: a task whose worker dies is rescheduled by the scheduler
 its ``distributed.scheduler.allowed-failures``, then it errs with ``KilledWorker``). A dataset context is
 scattered once to one worker and copied to the others as they need it; when the only worker holding it
 dies before the copy, the scheduler forgets it and cancels the cells depending on it: the context is then
-scattered again and those cells resubmitted (at most ``DASK_RESUBMITS`` times per cell). The cells sharing a
-solve (:func:`_solve_batches`) travel as one task in both parallel executors, so a pair pays its solve once. Cells that still
+scattered again and those cells resubmitted (at most ``DASK_RESUBMITS`` times per cell). Cells that still
 cannot be computed, no worker connected for ``DASK_NO_WORKER_TIMEOUT`` seconds, or a lost scheduler end
 the run with a one-line :class:`~ensclust.errors.UserError` after the finished cells were handed over (and
 stored), so a rerun computes only the rest.
+
+The cells sharing a solve (:func:`_solve_batches`) travel as one task in both parallel executors, so a pair
+(RSEC-H / RSEC-Z, AWEC-H / AWEC-S, ACMK-KM / ACMK-SC) pays its solve once, as in a serial run.
 """
 
 from __future__ import annotations
