@@ -602,7 +602,9 @@ def test_solve_batches_keep_a_shared_solve_in_one_task():
              (2, ctx, cell("rsec-h", rep=1)), (3, ctx, cell("eac-al", rep=1)),  # no partner
              (4, ctx, cell("awec-h", params="a")), (5, ctx, cell("awec-s", params="b")),  # other parameters
              (6, ctx, cell("rsec-h", rep=2)), (7, other, cell("rsec-z", rep=2))]  # other context
-    assert [[t[0] for t in b] for b in _solve_batches(tasks)] == [[0, 1], [2], [3], [4], [5], [6], [7]]
+    batches = list(_solve_batches(tasks))
+    assert [[index for index, _ in cells] for _, cells in batches] == [[0, 1], [2], [3], [4], [5], [6], [7]]
+    assert [batch_ctx for batch_ctx, _ in batches] == [ctx] * 6 + [other]
 
 
 def test_joblib_runs_a_shared_solve_once(tmp_path, cache):

@@ -76,30 +76,29 @@ def _share_solve(a: dict, b: dict) -> bool:
             and a["rep"] == b["rep"] and a["params"] == b["params"])
 
 
-def _solve_batches(tasks: Iterable[tuple]) -> Iterator[list[tuple]]:
-    """Consecutive tasks that share a solve (:func:`_share_solve`, same context), as one batch each.
+def _solve_batches(tasks: Iterable[tuple]) -> Iterator[tuple[object, list[tuple[int, dict]]]]:
+    """Consecutive tasks that share a solve (:func:`_share_solve`, same context), as one batch each: the pair
+    ``(ctx, [(index, cell), ...])`` that :func:`_run_cells` takes.
 
     A worker process receives a task's context without its solve cache and starts an empty one; a batch
     travels as one task, so its cells share one context and one cache: the second cell reuses the first one's
     solve as it does in the serial executor (the runner orders the cells of one ensemble and grid point next to
     each other). Results do not depend on the batching; the time of a pair's solve is paid once.
     """
-    batch = []
-    for task in tasks:
-        if batch and not (task[1] is batch[-1][1] and _share_solve(batch[-1][2], task[2])):
-            yield batch
-            batch = []
-        batch.append(task)
-    if batch:
-        yield batch
-
-
-def _run_batch(batch: list[tuple]) -> list[tuple[int, dict]]:
-    return [_run_indexed(index, ctx, cell) for index, ctx, cell in batch]
+    batch_ctx, cells = None, []
+    for index, ctx, cell in tasks:
+        if cells and not (ctx is batch_ctx and _share_solve(cells[-1][1], cell)):
+            yield batch_ctx, cells
+            cells = []
+        batch_ctx = ctx
+        cells.append((index, cell))
+    if cells:
+        yield batch_ctx, cells
 
 
 def _run_cells(ctx, cells: list[tuple[int, dict]]) -> list[tuple[int, dict]]:
-    """A Dask task: the cells of one solve batch on one (scattered) dataset context."""
+    """One task of a parallel executor: the cells of one solve batch on their dataset context (on Dask, the
+    scattered one)."""
     return [_run_indexed(index, ctx, cell) for index, cell in cells]
 
 
@@ -118,7 +117,7 @@ class JoblibExecutor(Executor):
         from joblib import Parallel, delayed
 
         parallel = Parallel(n_jobs=self.jobs, backend="loky", return_as="generator_unordered")
-        for records in parallel(delayed(_run_batch)(batch) for batch in _solve_batches(tasks)):
+        for records in parallel(delayed(_run_cells)(ctx, cells) for ctx, cells in _solve_batches(tasks)):
             yield from records
 
 
@@ -243,8 +242,7 @@ class _DaskRun:
         self.in_flight[future] = sub
         self.done.add(future)
 
-    def _add(self, batch: list[tuple]) -> None:
-        ctx = batch[0][1]
+    def _add(self, ctx, cells: list[tuple[int, dict]]) -> None:
         label = ctx.label
         if label != self.current_label:
             self._release(self.current_label)
@@ -252,7 +250,7 @@ class _DaskRun:
         entry = self.datasets.setdefault(label, _Scattered(ctx))
         entry.ctx = ctx
         entry.open_tasks += 1
-        self._submit(_Submitted([(index, cell) for index, _, cell in batch], label))
+        self._submit(_Submitted(cells, label))
 
     def _close_task(self, sub: _Submitted) -> None:
         entry = self.datasets.get(sub.label)
@@ -281,7 +279,7 @@ class _DaskRun:
                         self._release(self.current_label)
                         self.current_label = None
                     else:
-                        self._add(batch)
+                        self._add(*batch)
                 if exhausted and not self.in_flight:
                     break
                 finished = self.done.next_batch(block=False)
