@@ -241,12 +241,17 @@ class Cluster:
         sched_file = base / "scheduler.json"
         self._start([BIN / "dask", "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
                      "--scheduler-file", sched_file], base, env, "scheduler")
+        # the scheduler creates its file before it has written it: wait for the whole JSON, not for the file
         deadline = time.monotonic() + 60
-        while not sched_file.exists():
-            if time.monotonic() > deadline or self.procs[0].poll() is not None:
-                raise RuntimeError("dask scheduler did not start: " + (base / "scheduler.log").read_text()[-2000:])
-            time.sleep(0.1)
-        self.address = json.loads(sched_file.read_text())["address"]
+        self.address = None
+        while self.address is None:
+            try:
+                self.address = json.loads(sched_file.read_text())["address"]
+            except (FileNotFoundError, json.JSONDecodeError, KeyError):
+                if time.monotonic() > deadline or self.procs[0].poll() is not None:
+                    raise RuntimeError("dask scheduler did not start: "
+                                       + (base / "scheduler.log").read_text()[-2000:]) from None
+                time.sleep(0.1)
         for k in range(n_workers):
             cwd = base / f"worker{k}-cwd"
             cwd.mkdir()
