@@ -65,6 +65,9 @@ def toy(tmp_path, monkeypatch):
     (tables / "table1_ari.csv").write_text(PAPER)
     monkeypatch.setenv("ENSCLUST_MANIFESTS", str(manifests))
     monkeypatch.setenv("ENSCLUST_PAPER_TABLES", str(tmp_path / "paper_tables"))
+    # the cost model also reads the records under ./results (the project's, by default): run from tmp_path so
+    # that the working tree's own results (e.g. results/demo after `make demo`) do not price the toy's fits
+    monkeypatch.chdir(tmp_path)
     return tmp_path
 
 
