@@ -20,9 +20,14 @@ Inside a component, points with identical rows of ``H + I`` (twins: identical la
 act on group-constant vectors through the k x k matrix ``S = Agg^T M Agg`` and on within-group differences as
 a scalar, so a component with many twins multiplies by ``S^-1`` (``2 k^2 n`` flops; k is 15-20 % of n_b on the
 large EC-CMS pools) - exact, see :class:`InverseBlock`.
-We keep the explicit block inverse rather than the Cholesky factor because applying the factor needs two
-triangular solves of the same flop count as one GEMM with the inverse, and GEMM is the faster kernel. The
-inverse is well conditioned (condition number <= 1 + 2 max-degree(H)/(gamma1+gamma2)), so it loses nothing.
+A large component's matrix (k x k on the groups) is sparse - its graph is H's, made of tight groups with few
+edges between them - so its inverse is kept in bordered block-diagonal form (METIS parts and a separator,
+:class:`ensclust.core.spd_inverse.SpdInverse`): dense inverses of the parts and of the separator's Schur
+complement, ``2 sum m_i^2 + s^2`` multiply-adds per column instead of k^2 (USPS at alpha = 0.7: 15x fewer;
+results/bench/eccms_s27). Small components keep the dense inverse. We keep explicit inverses rather than
+Cholesky factors because applying a factor needs two triangular solves of the same flop count as one GEMM
+with the inverse, and GEMM is the faster kernel. M is well conditioned (condition number <= 1 + 2
+max-degree(H)/(gamma1+gamma2)), so the inverses lose nothing.
 Iterative solvers (CG on the sparse M) were not used: the result would only be approximate and, with n
 right-hand sides per iteration, no cheaper.
 
@@ -46,8 +51,9 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import sparse
-from scipy.linalg import lapack
 from scipy.sparse.csgraph import connected_components
+
+from ensclust.core.spd_inverse import SpdInverse
 
 #: rows per chunk of the element-wise updates; columns per chunk of the block GEMMs
 _ROW_CHUNK = 256
@@ -94,7 +100,7 @@ class InverseBlock:
 
     start: int
     stop: int
-    inv: np.ndarray                          # S^-1 (k x k), or M^-1 without twins
+    inv: SpdInverse                          # S^-1 (k x k), or M^-1 without twins
     groups: sparse.csr_matrix | None = None  # Agg^T (k x n_b, ones)
     row_group: np.ndarray | None = None      # group of every row
     row_scale: np.ndarray | None = None      # 1 / l_G per row (0 for points without twin)
@@ -102,20 +108,20 @@ class InverseBlock:
 
     @property
     def n_groups(self) -> int:
-        return self.inv.shape[0]
+        return self.inv.n
 
     def astype(self, dtype) -> InverseBlock:
         if self.groups is None:
-            return InverseBlock(self.start, self.stop, self.inv.astype(dtype, copy=False))
-        return InverseBlock(self.start, self.stop, self.inv.astype(dtype, copy=False), self.groups.astype(dtype),
+            return InverseBlock(self.start, self.stop, self.inv.astype(dtype))
+        return InverseBlock(self.start, self.stop, self.inv.astype(dtype), self.groups.astype(dtype),
                             self.row_group, self.row_scale.astype(dtype), self.group_scale.astype(dtype))
 
     def apply(self, R: np.ndarray) -> np.ndarray:
         """``M^-1 R`` for the block's rows ``R`` (n_b x any)."""
         if self.groups is None:
-            return self.inv @ R
+            return self.inv.apply(R)
         sums = np.asarray(self.groups @ R)                  # Agg^T R
-        Z = self.inv @ sums
+        Z = self.inv.apply(sums)
         sums *= self.group_scale[:, None]
         Z -= sums
         out = Z[self.row_group]
@@ -193,22 +199,21 @@ def laplacian_blocks(H, gamma1: float, gamma2: float, first=None):
         if size == 1:
             n_single_start = s
             break
-        Hb = Hp[s:e, s:e].toarray().astype(np.float64)
-        deg = Hb.sum(axis=1)
-        M = -2.0 * Hb
-        M[np.diag_indices_from(M)] += 2.0 * deg + shift
+        Hb = sparse.csr_matrix(Hp[s:e, s:e], dtype=np.float64)
+        deg = np.asarray(Hb.sum(axis=1)).ravel()
+        M = (sparse.diags(2.0 * deg + shift) - 2.0 * Hb).tocsr()
         if not grouped[rank[b]]:
-            blocks.append(InverseBlock(s, e, _spd_inverse(M)))
+            blocks.append(InverseBlock(s, e, SpdInverse(M)))
             continue
         row_group = np.cumsum(np.diff(first_p[s:e], prepend=-1) != 0) - 1
         k = int(row_group[-1]) + 1
         agg_t = sparse.csr_matrix((np.ones(size), (row_group, np.arange(size))), shape=(k, size))
-        S = np.asarray(agg_t @ np.asarray(agg_t @ M).T)          # Agg^T M Agg (M symmetric)
+        S = sparse.csr_matrix(agg_t @ M @ agg_t.T)               # Agg^T M Agg
         g = np.bincount(row_group, minlength=k).astype(np.float64)
         scale = np.where(g[row_group] > 1, 1.0 / (2.0 * deg + 2.0 + shift), 0.0)
         group_scale = np.zeros(k)
         group_scale[row_group] = scale / g[row_group]
-        blocks.append(InverseBlock(s, e, _spd_inverse(S), agg_t, row_group, scale, group_scale))
+        blocks.append(InverseBlock(s, e, SpdInverse(S), agg_t, row_group, scale, group_scale))
     return order, _pack_small_blocks(blocks), n_single_start
 
 
@@ -241,8 +246,8 @@ def _pack_small_blocks(blocks):
         else:
             Minv = np.zeros((e0 - s0, e0 - s0))
             for blk in group:
-                Minv[blk.start - s0:blk.stop - s0, blk.start - s0:blk.stop - s0] = blk.inv
-            packed.append(InverseBlock(s0, e0, Minv))
+                Minv[blk.start - s0:blk.stop - s0, blk.start - s0:blk.stop - s0] = blk.inv.dense()
+            packed.append(InverseBlock(s0, e0, SpdInverse.from_inverse(Minv)))
         group.clear()
 
     for blk in blocks:
@@ -255,18 +260,6 @@ def _pack_small_blocks(blocks):
         group.append(blk)
     flush()
     return packed
-
-
-def _spd_inverse(M: np.ndarray) -> np.ndarray:
-    """Inverse of a symmetric positive definite matrix via Cholesky (LAPACK potrf + potri)."""
-    c, info = lapack.dpotrf(M, lower=False)
-    if info != 0:
-        raise np.linalg.LinAlgError(f"2*Phi + (gamma1+gamma2)*I is not positive definite (potrf info {info})")
-    inv, info = lapack.dpotri(c, lower=False)
-    if info != 0:
-        raise np.linalg.LinAlgError(f"potri failed (info {info})")
-    upper = np.triu(inv)
-    return upper + np.triu(inv, 1).T
 
 
 def _ratio(num2: float, den2: float, squared: bool) -> float:
@@ -365,6 +358,7 @@ def solve(A, H, lam: float, *, gamma1: float = 1.0, gamma2: float = 1.0, tol: fl
     blocks_dt = [blk.astype(dtype) for blk in blocks]
     sizes = [blk.stop - blk.start for blk in blocks]
     groups = [blk.n_groups for blk in blocks]
+    costs = [blk.inv.cost for blk in blocks]
     del blocks                             # float32 mode: drop the float64 inverses (largest USPS block 0.5 GB)
     inv_shift = dtype.type(1.0 / (g1 + g2))
     squared = stopping == "paper"
@@ -482,7 +476,7 @@ def solve(A, H, lam: float, *, gamma1: float = 1.0, gamma2: float = 1.0, tol: fl
     return C, _solve_info(k, converged, history, n_blocks=len(sizes),
                           largest_component=int(max(sizes)) if sizes else 1, n_isolated=int(n - single_start),
                           n_groups=int(sum(groups)), admm_on_groups=False,
-                          gemm_cost_ratio=float(sum(k * k for k in groups) / n / n) if n else 0.0)
+                          gemm_cost_ratio=float(sum(costs) / n / n) if n else 0.0)
 
 
 def _rhs_into(R, T, A, E, Y1, F, Y2, rows, cols, g1, g2, unit_g1, unit_g2):
@@ -584,9 +578,10 @@ def group_inverses(grouping: _TwinGrouping, gamma1: float, gamma2: float, laplac
     lam = 2.0 * deg + 2.0 + shift if laplacian else np.full(len(g), shift)
     blocks = []
     for s, e in zip(grouping.bounds[:-1], grouping.bounds[1:], strict=True):
-        S = -2.0 * grouping.between[s:e, s:e].toarray() if laplacian else np.zeros((e - s, e - s))
-        S[np.diag_indices_from(S)] += g[s:e] * (2.0 * deg[s:e] + shift)
-        blocks.append((int(s), int(e), _spd_inverse(S) if e - s > 1 else 1.0 / S))
+        S = sparse.diags(g[s:e] * (2.0 * deg[s:e] + shift), format="csr")
+        if laplacian:
+            S = (S - 2.0 * grouping.between[s:e, s:e]).tocsr()
+        blocks.append((int(s), int(e), SpdInverse(S) if e - s > 1 else 1.0 / S.toarray()))
     return blocks, lam
 
 
@@ -647,7 +642,7 @@ def _solve_grouped(A, grouping: _TwinGrouping, lam: float, *, gamma1, gamma2, to
     locked = [np.flatnonzero(lock_off[r0:r1]) for r0, r1 in panels]
     width = rows * k
     buf1, buf2 = np.empty(width, dtype=dtype), np.empty(width, dtype=dtype)
-    blocks_dt = [(s, e, np.asarray(inv, dtype=dtype)) for s, e, inv in blocks]
+    blocks_dt = [(s, e, inv.astype(dtype) if e - s > 1 else np.asarray(inv, dtype=dtype)) for s, e, inv in blocks]
     gd = g.astype(dtype)
     corr = (1.0 / (g * lam_g)).astype(dtype)
     inv_lam = (1.0 / lam_g).astype(dtype)
@@ -701,7 +696,7 @@ def _solve_grouped(A, grouping: _TwinGrouping, lam: float, *, gamma1, gamma2, to
         Cprev_within, Eprev_within, Y1prev_within = Cprev[idx, idx], Eoff[idx, idx], Y1off[idx, idx]
         for s, e, inv in blocks_dt:
             if e - s > 1:
-                np.matmul(inv, T[s:e], out=Coff[s:e])
+                inv.apply(T[s:e], out=Coff[s:e])
             else:
                 np.multiply(inv, T[s:e], out=Coff[s:e])
         Coff[idx, idx] -= delta * corr
@@ -786,7 +781,8 @@ def _solve_grouped(A, grouping: _TwinGrouping, lam: float, *, gamma1, gamma2, to
     return _expand(C, group), _solve_info(kk, converged, history, n_blocks=len(sizes),
                                           largest_component=max(sizes) if sizes else 1, n_groups=k,
                                           admm_on_groups=True,
-                                          gemm_cost_ratio=float(sum((e - s) ** 2 for s, e, _ in blocks) / n / n)
+                                          gemm_cost_ratio=float(sum(inv.cost if e - s > 1 else 1.0
+                                                                    for s, e, inv in blocks) / n / n)
                                           if n else 0.0)
 
 

@@ -93,7 +93,8 @@ def measure_floor(datasets, data_dir, out_csv, paper_csv, *, alpha=0.8, lam=0.4,
                   repeats=3, known_iter=None) -> pd.DataFrame:
     """Lower bound on one EC-CMS fit's CPU time: (ADMM iterations) x (CPU time of one C-update's GEMMs).
 
-    The C-update (Eq. 9) multiplies the fixed block inverse of ``2 Phi + (g1 + g2) I`` with a dense n x n
+    The C-update (Eq. 9) multiplies the fixed block inverse of ``2 Phi + (g1 + g2) I`` (dense blocks, or the
+    bordered block-diagonal form of :mod:`ensclust.core.spd_inverse` for large sparse ones) with a dense n x n
     right-hand side in every iteration; whatever else an implementation does, it cannot skip these products.
     Per data set (the paper's run-1 ensemble, alpha = 0.8, lambda = 0.4, the solver's dtype rule): the best of
     ``repeats`` single-threaded CPU times of exactly the solver's block GEMMs, one ADMM iteration measured
@@ -142,7 +143,7 @@ def measure_floor(datasets, data_dir, out_csv, paper_csv, *, alpha=0.8, lam=0.4,
         n_iter = (known_iter or {}).get(label)
         if n_iter is None or not np.isfinite(n_iter):
             n_iter = solve(A, H, lam, dtype=dtype)[1]["n_iter"]
-        ratio = sum(blk.n_groups ** 2 for blk in blocks) / n ** 2
+        ratio = sum(blk.inv.cost for blk in blocks) / n ** 2
         row = {"dataset": label, "n": n, "dtype": str(dtype), "gemm_cost_ratio": ratio,
                "gemm_s": min(gemm), "iteration_s": (iters[4] - iters[1]) / 3, "n_iter": float(n_iter)}
         row["floor_s"] = row["n_iter"] * row["gemm_s"]
