@@ -421,7 +421,8 @@ def test_time_floor_counts_the_block_gemms(data_dir, tmp_path):
     frame = measure_floor(["ecoli"], data_dir, out, paper, repeats=2, known_iter={"Ecoli": 53.0})
     row = frame.iloc[0]
     assert row["n"] == 336 and row["n_iter"] == 53.0
-    assert row["gemm_s"] >= 0 and row["iteration_s"] > 0
+    # iteration_s is a difference of two CPU times of a few ms on Ecoli: under load it can come out <= 0
+    assert row["gemm_s"] >= 0 and np.isfinite(row["iteration_s"])
     assert row["floor_s"] == pytest.approx(53.0 * row["gemm_s"])
     assert row["goal_20x_s"] == pytest.approx(0.0862 / 20)
     assert 0 < row["gemm_cost_ratio"] < 1
