@@ -515,6 +515,39 @@ def test_deviations_our_own_grid_brackets_are_put_down_to_the_setting(monkeypatc
     assert manifest.configs("full") == ["sens"] and manifest.configs("quick") == []
 
 
+def test_a_tables_own_sensitivity_grid_explains_only_that_tables_rows(monkeypatch):
+    """A grid listed under one table (rows of the same label mean another computation in another table, e.g.
+    EC-CMS's "Proposed" on EAC's matrix in Table VI and on PTA's in Table VII) brackets that table's deviations
+    only; the table's sensitivity configs join the full tier."""
+    from ensclust.papers import assemble
+    from ensclust.papers.assemble import COLUMNS, attribute_to_setting
+    from ensclust.papers.manifest import parse_manifest
+
+    grid = pd.DataFrame({"dataset": ["A", "A"], "method": ["Proposed", "Proposed"], "params": ["a=1", "a=2"],
+                         "ari": [0.10, 0.30], "runs": [20, 20]})
+    monkeypatch.setattr(assemble, "_point_means", lambda root, config, cache: grid if config == "grid6" else None)
+    monkeypatch.setattr(assemble, "_data_reading", lambda root, config, label, cache: {})
+
+    def frame(table):
+        return pd.DataFrame([dict(dict.fromkeys(COLUMNS, ""), table=table, metric="ARI", method="Proposed",
+                                  dataset="A", ours_dataset="A", ours_label="Proposed", source="main",
+                                  paper_mean=0.2, ours_mean=0.6, diff=0.4, abs_diff=0.4, tolerance=0.02,
+                                  within="no", status="compared")], columns=COLUMNS)
+
+    manifest = parse_manifest({"paper": "toy", "title": "toy", "tables": [
+        {"table": "t6", "sources": ["main"], "sensitivity": ["grid6"]},
+        {"table": "t7", "sources": ["main7"]}]}, "toy.yaml")
+    frames = {"t6": frame("t6"), "t7": frame("t7")}
+    attribute_to_setting(manifest, frames)
+    assert frames["t6"].loc[0, "cause_kind"] == "setting" and "of grid6" in frames["t6"].loc[0, "cause"]
+    assert frames["t7"].loc[0, "cause_kind"] == ""
+    assert manifest.configs("full") == ["main", "main7", "grid6"] and manifest.configs("quick") == []
+    from ensclust.errors import UserError
+
+    with pytest.raises(UserError, match="sensitivty"):
+        parse_manifest({"paper": "toy", "title": "toy", "tables": [{"table": "t6", "sensitivty": ["g"]}]}, "t.yaml")
+
+
 def test_a_sensitivity_grid_on_another_reading_of_the_data_set_explains_nothing(monkeypatch, tmp_path):
     """The same data set label under another preprocessing or pool (e.g. Tr11 as unit rows of counts vs log
     tf-idf) feeds the methods other inputs: its grid must not bracket the source's cell."""

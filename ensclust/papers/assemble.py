@@ -302,8 +302,8 @@ def attribute_to_setting(manifest: Manifest, frames: dict[str, pd.DataFrame], re
 
     For an open deviation (:func:`_open_deviations`: compared, no cause yet, outside tolerance or more than
     :data:`DEVIATION` off) the grid of the row in the cell's source
-    config, then in each of the manifest's ``sensitivity`` configs (same data set label; row label = ours or the
-    paper's), gives the mean of the metric at every parameter point. When at least two points were run and the
+    config, then in each of the table's own and the manifest's ``sensitivity`` configs (same data set label; row
+    label = ours or the paper's), gives the mean of the metric at every parameter point. When at least two points were run and the
     paper's value lies in [lowest mean - tolerance, highest mean + tolerance], the deviation is one of setting:
     some point of our grid comes as close to the paper's number as its tolerance allows or brackets it, so the
     paper's unstated (or differently selected) setting explains it (``cause_kind = "setting"``). Otherwise the
@@ -311,14 +311,15 @@ def attribute_to_setting(manifest: Manifest, frames: dict[str, pd.DataFrame], re
     list says which settings are ruled out. Changes ``frames`` in place.
     """
     point_means = {}  # config -> its per-point means (every open cell of every table asks again)
-    for frame in frames.values():
+    table_sensitivity = {t.table: t.sensitivity for t in manifest.tables}
+    for table, frame in frames.items():
         open_cells = _open_deviations(frame)
         for idx in frame.index[open_cells]:
             row = frame.loc[idx]
             metric = _metric_key(row["metric"])
             reading = _data_reading(results_root, row["source"], row["ours_dataset"], cache)
             checked = []
-            for config in dict.fromkeys([row["source"], *manifest.sensitivity]):
+            for config in dict.fromkeys([row["source"], *table_sensitivity.get(table, []), *manifest.sensitivity]):
                 if config != row["source"] and \
                         _data_reading(results_root, config, row["ours_dataset"], cache) != reading:
                     continue  # another reading of the data set (preprocessing, pool): its grid says nothing here

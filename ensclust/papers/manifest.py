@@ -21,6 +21,8 @@ One YAML file per paper in ``ensclust/papers/manifests/`` (package data)::
             tier: quick              # quick (also in full) or full (default)
             protocol: "..."          # how it departs from the paper's protocol (printed in the caption)
             substitute: {Lung: lung_discrete}   # paper dataset -> our column: a substitute data set
+        sensitivity: [eccms_table6_grid]   # optional: as the paper-wide list below, for this table's rows only
+                                     # (rows of the same label mean another thing in another table)
     causes:                          # known causes of deviations, quoted by the scorecard
       - {table: table2_acc, dataset: Yale, method: "*", cause: "..."}   # optional metric: NMI (default "*")
     sensitivity: [acmk_sensitivity]  # optional: configs that run rows over parameter grids; a deviation that
@@ -55,7 +57,8 @@ TIERS = ("quick", "full")
 PAPERS = ("acmk", "awec", "eccms", "rcec", "spce")
 _TOP_KEYS = ("paper", "title", "paper_tables", "repetitions", "authors_pools", "tables", "causes", "base_row",
              "sensitivity", "pool_draws")
-_TABLE_KEYS = ("table", "title", "columns", "columns_from", "rows", "metric", "sources", "notes", "offsets")
+_TABLE_KEYS = ("table", "title", "columns", "columns_from", "rows", "metric", "sources", "notes", "offsets",
+               "sensitivity")
 _SOURCE_KEYS = ("config", "tier", "protocol", "substitute")
 _CAUSE_KEYS = ("table", "dataset", "method", "metric", "cause")
 
@@ -82,6 +85,7 @@ class TableSpec:
     notes: str = ""
     columns_from: str = "dataset"  # or "param"
     offsets: dict | None = None  # {marker, reference}: cells printed as offsets from a reference setting
+    sensitivity: list = field(default_factory=list)  # grids for this table's rows only (before the paper's)
 
     @property
     def has_paper_csv(self) -> bool:
@@ -132,7 +136,7 @@ class Manifest:
         tables = [self.table(table)] if table else self.tables
         names = [s.config for t in tables for s in t.sources if s.in_tier(tier)]
         if not table and tier == "full":
-            names += self.sensitivity + self.pool_draws
+            names += [c for t in tables for c in t.sensitivity] + self.sensitivity + self.pool_draws
         return list(dict.fromkeys(names))
 
     def cause_of(self, table: str, dataset: str, method: str, metric: str = "") -> str:
@@ -178,7 +182,8 @@ def parse_manifest(data: dict, where: str) -> Manifest:
         tables.append(TableSpec(table=str(t["table"]), title=str(t.get("title") or t["table"]), sources=sources,
                                 columns=t.get("columns"), rows=t.get("rows"), metric=t.get("metric"),
                                 notes=str(t.get("notes") or ""), columns_from=t.get("columns_from", "dataset"),
-                                offsets=t.get("offsets")))
+                                offsets=t.get("offsets"),
+                                sensitivity=[str(c) for c in t.get("sensitivity") or []]))
     causes = [Cause(**_check_keys(c, _CAUSE_KEYS, f"{where}: causes[{i}]"))
               for i, c in enumerate(data.get("causes") or [])]
     return Manifest(paper=str(data["paper"]), title=str(data["title"]),
