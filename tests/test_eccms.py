@@ -469,3 +469,22 @@ def test_group_admm_is_the_same_whatever_the_panel_size(monkeypatch, options):
         results.append((C, info["n_iter"]))
     assert results[0][1] == results[1][1]
     assert np.array_equal(results[0][0], results[1][0])
+
+
+def test_table9_times_come_from_the_committed_csvs(tmp_path):
+    """Table IX reads each folder's cells.csv / timing.csv (a clone has no per-cell files): mean and best wall
+    time, runs and iterations of the fixed row per data set; other rows and failed cells are left out."""
+    import pandas as pd
+
+    from ensclust.papers.eccms_tables import FIXED_LABEL, collect_times
+
+    run = tmp_path / "run"
+    run.mkdir()
+    methods = [FIXED_LABEL, FIXED_LABEL, "LWEA", FIXED_LABEL]
+    pd.DataFrame({"dataset": ["Ecoli"] * 4, "method": methods, "status": ["ok", "ok", "ok", "failed"],
+                  "n": [336] * 4, "n_iter": [50, 54, None, 60]}).to_csv(run / "cells.csv", index=False)
+    pd.DataFrame({"dataset": ["Ecoli"] * 4, "method": methods,
+                  "time_s": [0.2, 0.4, 9.0, 9.0]}).to_csv(run / "timing.csv", index=False)
+    row = collect_times([run, tmp_path / "absent"]).iloc[0]
+    assert (row["dataset"], row["runs"], row["source"]) == ("Ecoli", 2, "run")
+    assert row["ours_mean_s"] == pytest.approx(0.3) and row["ours_min_s"] == 0.2 and row["mean_iter"] == 52

@@ -29,16 +29,24 @@ PAPER_NAMES = {"ecoli": "Ecoli", "umist": "UMIST", "aggregation": "Aggregation",
 
 
 def collect_times(result_dirs, label: str = FIXED_LABEL) -> pd.DataFrame:
-    """Per-dataset mean / min wall time, iterations and run count of the cells with method ``label``."""
-    rows = []
+    """Per-dataset mean / min wall time, iterations and run count of the cells with method ``label``.
+
+    Read from each folder's committed ``cells.csv`` and ``timing.csv`` (written from the same records in the same
+    order), so a clone without the per-cell files gives the same table.
+    """
+    frames = []
     for root in map(Path, result_dirs):
-        for path in sorted((root / "cells").glob("*.json")):
-            cell = json.loads(path.read_text())
-            if cell.get("method") != label or cell.get("status") != "ok":
-                continue
-            rows.append({"dataset": cell["dataset"], "n": cell.get("n"), "time_s": cell["time_s"],
-                         "n_iter": cell.get("n_iter"), "source": root.name})
-    frame = pd.DataFrame(rows)
+        cells_path, timing_path = root / "cells.csv", root / "timing.csv"
+        if not (cells_path.exists() and timing_path.exists()):
+            continue
+        cells, timing = pd.read_csv(cells_path), pd.read_csv(timing_path)
+        if len(cells) != len(timing) or not (cells["method"].values == timing["method"].values).all():
+            continue
+        keep = ((cells["method"] == label) & (cells["status"] == "ok")).values
+        frames.append(pd.DataFrame({"dataset": cells["dataset"][keep].values, "n": cells["n"][keep].values,
+                                    "time_s": timing["time_s"][keep].values,
+                                    "n_iter": cells["n_iter"][keep].values, "source": root.name}))
+    frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     if frame.empty:
         return frame
     return frame.groupby("dataset").agg(n=("n", "first"), runs=("time_s", "size"), ours_mean_s=("time_s", "mean"),
