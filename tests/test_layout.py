@@ -65,3 +65,18 @@ def test_paper_commands_user_errors(tmp_path, capsys):
     assert_user_error(invoke(capsys, "paper", "eccms-table3", str(tmp_path / "run")), "no cells.csv")
     assert_user_error(invoke(capsys, "paper", "eccms-table9", str(tmp_path / "run"), "--out", str(tmp_path),
                              "--paper", str(tmp_path / "none.csv")), "paper table not found")
+
+
+def test_paper_commands_unwritable_output_is_one_line(tmp_path, capsys):
+    """An --out the system refuses (here: a folder under a file) is a user error, not a traceback."""
+    from ensclust.papers.eccms_tables import FIXED_LABEL
+
+    assert_user_error(invoke(capsys, "paper", "eccms-table9", str(tmp_path), "--out", str(tmp_path / "o")),
+                      "no finished")
+    (tmp_path / "cells.csv").write_text(f'dataset,method,status,n,n_iter\nEcoli,"{FIXED_LABEL}",ok,336,50\n')
+    (tmp_path / "timing.csv").write_text(f'dataset,method,time_s\nEcoli,"{FIXED_LABEL}",0.2\n')
+    (tmp_path / "file").write_text("x")
+    paper = tmp_path / "t9.csv"
+    paper.write_text("method,dataset,mean\nProposed,Ecoli,0.0862\n")
+    assert_user_error(invoke(capsys, "paper", "eccms-table9", str(tmp_path), "--out", str(tmp_path / "file" / "out"),
+                             "--paper", str(paper)), "cannot use")

@@ -48,7 +48,7 @@ def collect_times(result_dirs, label: str = FIXED_LABEL) -> pd.DataFrame:
                                     "n_iter": cells["n_iter"][keep].values, "source": root.name}))
     frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     if frame.empty:
-        return frame
+        return pd.DataFrame(columns=["dataset", "n", "runs", "ours_mean_s", "ours_min_s", "mean_iter", "source"])
     return frame.groupby("dataset").agg(n=("n", "first"), runs=("time_s", "size"), ours_mean_s=("time_s", "mean"),
                                         ours_min_s=("time_s", "min"), mean_iter=("n_iter", "mean"),
                                         source=("source", "first")).reset_index()
@@ -186,6 +186,11 @@ def table9(result_dirs, paper_csv, out_dir) -> pd.DataFrame:
     paper = pd.read_csv(paper_csv)
     paper = paper[paper["method"] == "Proposed"][["dataset", "mean"]].rename(columns={"mean": "paper_s"})
     ours = collect_times(result_dirs)
+    if ours.empty:
+        from ensclust.errors import UserError
+
+        raise UserError(f"no finished '{FIXED_LABEL}' cells (cells.csv + timing.csv) in "
+                        + ", ".join(map(str, result_dirs)))
     table = paper.merge(ours, on="dataset", how="left")
     cpu_file = Path(out_dir) / "cpu_times.csv"
     if cpu_file.exists():
