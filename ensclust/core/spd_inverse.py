@@ -16,7 +16,7 @@ complement ``Sc = C - B^T D^-1 B`` gives, exactly,
     x_sep = Sc^-1 (r_sep - B^T D^-1 r_int),      x_int = D^-1 r_int - D^-1 B x_sep,
 
 that is ``2 sum_i m_i^2 + s^2`` dense multiply-adds and two sparse products per right-hand side instead of n^2
-(USPS at alpha = 0.7, the largest component: n = 6461 groups in 32 parts and a 853-wide border, 15x fewer
+(USPS at alpha = 0.7, the largest component: n = 6461 groups in 32 parts and an 835-wide border, 15x fewer
 flops). Only the rounding differs from the dense inverse (1e-15 relative in float64). Small matrices, and
 those whose graph does not split well, keep the dense inverse (``parts == 1``).
 """
