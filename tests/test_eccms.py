@@ -476,15 +476,23 @@ def test_table9_times_come_from_the_committed_csvs(tmp_path):
     time, runs and iterations of the fixed row per data set; other rows and failed cells are left out."""
     import pandas as pd
 
+    from ensclust.errors import UserError
+    from ensclust.experiment.store import CELL_COLUMNS, TIMING_COLUMNS
     from ensclust.papers.eccms_tables import FIXED_LABEL, collect_times
 
     run = tmp_path / "run"
     run.mkdir()
     methods = [FIXED_LABEL, FIXED_LABEL, "LWEA", FIXED_LABEL]
-    pd.DataFrame({"dataset": ["Ecoli"] * 4, "method": methods, "status": ["ok", "ok", "ok", "failed"],
-                  "n": [336] * 4, "n_iter": [50, 54, None, 60]}).to_csv(run / "cells.csv", index=False)
-    pd.DataFrame({"dataset": ["Ecoli"] * 4, "method": methods,
-                  "time_s": [0.2, 0.4, 9.0, 9.0]}).to_csv(run / "timing.csv", index=False)
+    keys = {"dataset": ["Ecoli"] * 4, "method": methods, "point": [0] * 4, "rep": [0, 1, 0, 2]}
+    cells = pd.DataFrame({**dict.fromkeys(CELL_COLUMNS, ""), **keys, "status": ["ok", "ok", "ok", "failed"],
+                          "n": [336] * 4, "n_iter": [50, 54, None, 60]})
+    timing = pd.DataFrame({**dict.fromkeys(TIMING_COLUMNS, ""), **keys, "time_s": [0.2, 0.4, 9.0, 9.0]})
+    cells[CELL_COLUMNS].to_csv(run / "cells.csv", index=False)
+    timing[TIMING_COLUMNS].iloc[::-1].to_csv(run / "timing.csv", index=False)  # rows paired by key, not position
     row = collect_times([run, tmp_path / "absent"]).iloc[0]
     assert (row["dataset"], row["runs"], row["source"]) == ("Ecoli", 2, "run")
     assert row["ours_mean_s"] == pytest.approx(0.3) and row["ours_min_s"] == 0.2 and row["mean_iter"] == 52
+    # a truncated timing.csv is the store's one-line error, not a KeyError
+    (run / "timing.csv").write_text("dataset,method\nEcoli,x\n")
+    with pytest.raises(UserError, match="corrupt or truncated timing.csv"):
+        collect_times([run])

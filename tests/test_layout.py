@@ -73,8 +73,15 @@ def test_paper_commands_unwritable_output_is_one_line(tmp_path, capsys):
 
     assert_user_error(invoke(capsys, "paper", "eccms-table9", str(tmp_path), "--out", str(tmp_path / "o")),
                       "no finished")
-    (tmp_path / "cells.csv").write_text(f'dataset,method,status,n,n_iter\nEcoli,"{FIXED_LABEL}",ok,336,50\n')
-    (tmp_path / "timing.csv").write_text(f'dataset,method,time_s\nEcoli,"{FIXED_LABEL}",0.2\n')
+    import pandas as pd
+
+    from ensclust.experiment.store import CELL_COLUMNS, TIMING_COLUMNS
+
+    keys = {"dataset": "Ecoli", "method": FIXED_LABEL, "point": 0, "rep": 0}
+    pd.DataFrame([{**dict.fromkeys(CELL_COLUMNS, ""), **keys, "status": "ok", "n": 336, "n_iter": 50}]
+                 ).to_csv(tmp_path / "cells.csv", index=False)
+    pd.DataFrame([{**dict.fromkeys(TIMING_COLUMNS, ""), **keys, "time_s": 0.2}]
+                 ).to_csv(tmp_path / "timing.csv", index=False)
     (tmp_path / "file").write_text("x")
     paper = tmp_path / "t9.csv"
     paper.write_text("method,dataset,mean\nProposed,Ecoli,0.0862\n")

@@ -31,21 +31,23 @@ PAPER_NAMES = {"ecoli": "Ecoli", "umist": "UMIST", "aggregation": "Aggregation",
 def collect_times(result_dirs, label: str = FIXED_LABEL) -> pd.DataFrame:
     """Per-dataset mean / min wall time, iterations and run count of the cells with method ``label``.
 
-    Read from each folder's committed ``cells.csv`` and ``timing.csv`` (written from the same records in the same
-    order), so a clone without the per-cell files gives the same table.
+    Read from each folder's committed ``cells.csv`` and ``timing.csv`` (the store's checked readers; a cell's
+    time is its timing row of the same data set, method, point and repetition), so a clone without the
+    per-cell files gives the same table.
     """
+    from ensclust.experiment.store import ResultStore
+
+    key = ["dataset", "method", "point", "rep"]
     frames = []
     for root in map(Path, result_dirs):
-        cells_path, timing_path = root / "cells.csv", root / "timing.csv"
-        if not (cells_path.exists() and timing_path.exists()):
+        store = ResultStore(root)
+        timing = store.load_timing() if (root / "cells.csv").exists() else None
+        if timing is None:
             continue
-        cells, timing = pd.read_csv(cells_path), pd.read_csv(timing_path)
-        if len(cells) != len(timing) or not (cells["method"].values == timing["method"].values).all():
-            continue
-        keep = ((cells["method"] == label) & (cells["status"] == "ok")).values
-        frames.append(pd.DataFrame({"dataset": cells["dataset"][keep].values, "n": cells["n"][keep].values,
-                                    "time_s": timing["time_s"][keep].values,
-                                    "n_iter": cells["n_iter"][keep].values, "source": root.name}))
+        cells = store.load_cells()
+        ok = cells[(cells["method"] == label) & (cells["status"] == "ok")]
+        frames.append(ok.merge(timing[[*key, "time_s"]], on=key)[["dataset", "n", "time_s", "n_iter"]]
+                      .assign(source=root.name))
     frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     if frame.empty:
         return pd.DataFrame(columns=["dataset", "n", "runs", "ours_mean_s", "ours_min_s", "mean_iter", "source"])
