@@ -102,20 +102,21 @@ class SpdInverse:
     cost : multiply-adds per right-hand side (n^2 for the dense inverse).
     """
 
-    def __init__(self, M, *, seed: int = 0, _pieces=None):
-        if _pieces is not None:  # astype
-            self.n, self._parts, self._sep, self._sc_inv, self._dense = _pieces
-            self._set_cost()
-            return
-        n = M.shape[0]
-        self.n = n
+    def __init__(self, M, *, seed: int = 0):
+        self.n = M.shape[0]
         self._parts, self._sep, self._sc_inv, self._dense = [], np.zeros(0, dtype=np.int64), None, None
-        if n >= BORDERED_MIN_SIZE and sparse.issparse(M):
+        if self.n >= BORDERED_MIN_SIZE and sparse.issparse(M):
             self._bordered(sparse.csr_matrix(M, dtype=np.float64), seed)
         if not self._parts:
-            Md = M.toarray() if sparse.issparse(M) else np.asarray(M)
-            self._dense = dense_spd_inverse(Md)
+            self._dense = dense_spd_inverse(M.toarray() if sparse.issparse(M) else M)
         self._set_cost()
+
+    @classmethod
+    def _from_pieces(cls, n, parts, sep, sc_inv, dense) -> SpdInverse:
+        op = cls.__new__(cls)
+        op.n, op._parts, op._sep, op._sc_inv, op._dense = n, parts, sep, sc_inv, dense
+        op._set_cost()
+        return op
 
     # -- construction ---------------------------------------------------------------------------------
     def _bordered(self, M: sparse.csr_matrix, seed: int) -> None:
@@ -138,20 +139,18 @@ class SpdInverse:
             border_nnz = pattern[inner][:, sep].nnz
             cost = 2 * float(np.sum(sizes.astype(float) ** 2)) + float(sep.size) ** 2 + 2 * SPARSE_WEIGHT * border_nnz
             if best is None or cost < best[0]:
-                best = (cost, part, sep)
+                best = (cost, part, sep, inner)
         if best is None or best[0] >= BORDERED_MAX_COST * float(n) ** 2:
             return
-        _, part, sep = best
-        inner = np.ones(n, dtype=bool)
-        inner[sep] = False
-        Mc = M.tocsc()
-        sc = M[sep][:, sep].toarray()
+        _, part, sep, inner = best
+        border = M[:, sep].tocsr()                                    # the columns of the separator
+        sc = border[sep].toarray()
         for i in range(int(part.max()) + 1):
             idx = np.flatnonzero((part == i) & inner)
             if idx.size == 0:
                 continue
             d_inv = dense_spd_inverse(M[idx][:, idx].toarray())
-            coupling = sparse.csr_matrix(Mc[:, sep][idx])            # B_i (m_i x s)
+            coupling = border[idx]                                    # B_i (m_i x s)
             dense_b = coupling.toarray()
             sc -= dense_b.T @ (d_inv @ dense_b)                      # C - sum_i B_i^T D_i^-1 B_i
             self._parts.append((idx, d_inv, coupling, sparse.csr_matrix(coupling.T)))
@@ -169,7 +168,7 @@ class SpdInverse:
     def from_inverse(cls, inverse: np.ndarray) -> SpdInverse:
         """The operator of an inverse already at hand (e.g. small blocks packed into one block-diagonal one)."""
         inverse = np.asarray(inverse)
-        return cls(None, _pieces=(inverse.shape[0], [], np.zeros(0, dtype=np.int64), None, inverse))
+        return cls._from_pieces(inverse.shape[0], [], np.zeros(0, dtype=np.int64), None, inverse)
 
     @property
     def dtype(self) -> np.dtype:
@@ -187,9 +186,8 @@ class SpdInverse:
         """The same operator with its arrays in ``dtype`` (float32 halves the bandwidth of the products)."""
         cast = lambda a: a.astype(dtype, copy=False)  # noqa: E731
         parts = [(idx, cast(d), cast(b), cast(bt)) for idx, d, b, bt in self._parts]
-        return SpdInverse(None, _pieces=(self.n, parts, self._sep,
-                                         None if self._sc_inv is None else cast(self._sc_inv),
-                                         None if self._dense is None else cast(self._dense)))
+        return self._from_pieces(self.n, parts, self._sep, None if self._sc_inv is None else cast(self._sc_inv),
+                                 None if self._dense is None else cast(self._dense))
 
     # -- application ----------------------------------------------------------------------------------
     def apply(self, R: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
