@@ -68,7 +68,8 @@ def test_paper_commands_user_errors(tmp_path, capsys):
 
 
 def test_paper_commands_unwritable_output_is_one_line(tmp_path, capsys):
-    """An --out the system refuses (here: a folder under a file) is a user error, not a traceback."""
+    """An --out the system refuses (here: a folder under a file) is a user error, not a traceback: the paper
+    commands write through the store's atomic writers."""
     from ensclust.papers.eccms_tables import FIXED_LABEL
 
     assert_user_error(invoke(capsys, "paper", "eccms-table9", str(tmp_path), "--out", str(tmp_path / "o")),
@@ -86,4 +87,4 @@ def test_paper_commands_unwritable_output_is_one_line(tmp_path, capsys):
     paper = tmp_path / "t9.csv"
     paper.write_text("method,dataset,mean\nProposed,Ecoli,0.0862\n")
     assert_user_error(invoke(capsys, "paper", "eccms-table9", str(tmp_path), "--out", str(tmp_path / "file" / "out"),
-                             "--paper", str(paper)), "cannot use")
+                             "--paper", str(paper)), "cannot create the folder")

@@ -23,19 +23,7 @@ def _paper_option(default: str):
                         help=f"the paper's table (default: {default} in the paper tables folder)")
 
 
-class _PaperGroup(click.Group):
-    """The paper commands read result folders and write files: a file the system refuses (an output under a
-    file, no permission, a missing input) is a user error - one line, exit code 2 - not a traceback."""
-
-    def invoke(self, ctx):
-        try:
-            return super().invoke(ctx)
-        except OSError as exc:
-            where = f" '{exc.filename}'" if exc.filename else ""
-            raise UserError(f"cannot use{where}: {exc.strerror or exc}") from None
-
-
-@click.group("paper", cls=_PaperGroup)
+@click.group("paper")
 def paper_group():
     """Paper-specific tables and figures built from finished results (see each command's --help).
 

@@ -21,6 +21,8 @@ import numpy as np
 import pandas as pd
 
 from ensclust.errors import UserError
+from ensclust.experiment.plots import save_png
+from ensclust.experiment.store import atomic_write_text, ensure_dir
 
 
 def _plt():
@@ -74,8 +76,8 @@ def figure4(results_dir, out=None) -> Path:
     axes[0, 0].legend(fontsize=8)
     fig.suptitle("ACMK: clustering results w.r.t. lambda (cf. paper Fig. 4; mean +- std over repetitions)")
     fig.tight_layout()
-    fig.savefig(out, dpi=120)
-    frame.to_csv(out.with_suffix(".csv"), index=False)
+    save_png(fig, out, dpi=120)
+    atomic_write_text(out.with_suffix(".csv"), frame.to_csv(index=False))
     return out
 
 
@@ -86,8 +88,7 @@ def figure2(config_paths, out_dir, lam: float = 1.0) -> Path:
     from ensclust.metrics import acc
 
     plt = _plt()
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = ensure_dir(out_dir)  # an unwritable --out is a one-line error before any solve
     rows, curves = [], {}
     jobs = [(config, ds) for config in map(load_config, config_paths) for ds in config.datasets]
     for config, ds in jobs:
@@ -103,7 +104,7 @@ def figure2(config_paths, out_dir, lam: float = 1.0) -> Path:
         curves[ds.label] = est.diagnostics_
         print(ds.label, "done", flush=True)
     frame = pd.DataFrame(rows)
-    frame.to_csv(out_dir / "fig2_refinement.csv", index=False)
+    atomic_write_text(out_dir / "fig2_refinement.csv", frame.to_csv(index=False))
     datasets = list(dict.fromkeys(frame["dataset"]))
     fig, axes = plt.subplots(1, len(datasets), figsize=(3.6 * len(datasets), 3.2), squeeze=False)
     for j, ds in enumerate(datasets):
@@ -120,8 +121,7 @@ def figure2(config_paths, out_dir, lam: float = 1.0) -> Path:
     axes[0, 0].legend(fontsize=8)
     fig.suptitle(f"ACMK: ACC of each base result before and after refinement (cf. paper Fig. 2; lambda={lam:g})")
     fig.tight_layout()
-    path = out_dir / "fig2_refinement.png"
-    fig.savefig(path, dpi=120)
+    path = save_png(fig, out_dir / "fig2_refinement.png", dpi=120)
     # the same runs give the objective curves (cf. paper Fig. 3): objA (Eq. 7 with the ADMM copy A), obj6 (Eq. 6)
     fig, axes = plt.subplots(1, len(curves), figsize=(3.6 * len(curves), 3.0), squeeze=False)
     for j, (label, diag) in enumerate(curves.items()):
@@ -134,10 +134,11 @@ def figure2(config_paths, out_dir, lam: float = 1.0) -> Path:
     axes[0, 0].legend(fontsize=8)
     fig.suptitle(f"ACMK objective per ADMM iteration (cf. paper Fig. 3; lambda={lam:g})")
     fig.tight_layout()
-    fig.savefig(out_dir / "fig3_objective.png", dpi=120)
-    pd.DataFrame([{"dataset": k, "iteration": i + 1, "objA": a, "obj6": b, "r1": r1, "r2": r2}
-                  for k, d in curves.items()
-                  for i, (a, b, r1, r2) in enumerate(zip(d["objective"], d["obj6"], d["r1"], d["r2"], strict=True))]
-                 ).to_csv(out_dir / "fig3_objective.csv", index=False)
+    save_png(fig, out_dir / "fig3_objective.png", dpi=120)
+    objective = pd.DataFrame([{"dataset": k, "iteration": i + 1, "objA": a, "obj6": b, "r1": r1, "r2": r2}
+                              for k, d in curves.items()
+                              for i, (a, b, r1, r2) in enumerate(zip(d["objective"], d["obj6"], d["r1"], d["r2"],
+                                                                     strict=True))])
+    atomic_write_text(out_dir / "fig3_objective.csv", objective.to_csv(index=False))
     return path
 

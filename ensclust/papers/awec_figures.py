@@ -17,6 +17,8 @@ import numpy as np
 import pandas as pd
 
 from ensclust.errors import UserError
+from ensclust.experiment.plots import save_png
+from ensclust.experiment.store import atomic_write_text
 
 
 def grid_means(results_dir, metric: str = "nmi", methods=("AWEC-S", "AWEC-H")) -> pd.DataFrame:
@@ -76,8 +78,7 @@ def plot_heatmaps(means: pd.DataFrame, path, metric: str = "NMI", min_reps: int 
             fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
     fig.suptitle(f"AWEC {metric} over the lambda x gamma grid (mean over runs; paper Fig. 4)", fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_png(fig, path, dpi=110)
 
 
 def write_fig4(results_dirs, out, metric: str = "nmi") -> tuple[Path, int]:
@@ -87,7 +88,6 @@ def write_fig4(results_dirs, out, metric: str = "nmi") -> tuple[Path, int]:
     if means.empty:
         raise UserError("no finished AWEC grid cells found in " + ", ".join(map(str, results_dirs)))
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    means.to_csv(out.with_suffix(".csv"), index=False, float_format="%.4f", lineterminator="\n")
+    atomic_write_text(out.with_suffix(".csv"), means.to_csv(index=False, float_format="%.4f", lineterminator="\n"))
     plot_heatmaps(means, out, metric.upper())
     return out, len(means)

@@ -22,6 +22,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from ensclust.errors import UserError
+from ensclust.experiment.store import ResultStore, atomic_write_text
+
 FIXED_LABEL = "Proposed (alpha=0.8, lambda=0.4)"
 #: pool file stem -> data set name in the paper tables
 PAPER_NAMES = {"ecoli": "Ecoli", "umist": "UMIST", "aggregation": "Aggregation", "spf": "SPF", "caltech20": "Caltech20",
@@ -35,8 +38,6 @@ def collect_times(result_dirs, label: str = FIXED_LABEL) -> pd.DataFrame:
     time is its timing row of the same data set, method, point and repetition), so a clone without the
     per-cell files gives the same table.
     """
-    from ensclust.experiment.store import ResultStore
-
     key = ["dataset", "method", "point", "rep"]
     frames = []
     for root in map(Path, result_dirs):
@@ -67,6 +68,14 @@ def paper_run1_ensemble(name: str, data_dir, ensemble_size: int = 20):
     return pool["members"][:, cols].astype(np.int64), pool["gt"].ravel()
 
 
+def _append_row(out_csv, row: dict) -> None:
+    """Append one measurement to ``out_csv`` (header when new), atomically: a run stopped mid-write or an
+    unwritable path leaves the file as it was (the latter as a one-line error)."""
+    out = Path(out_csv)
+    old = out.read_text() if out.exists() else ""
+    atomic_write_text(out, old + pd.DataFrame([row]).to_csv(header=not old, index=False, float_format="%.5g"))
+
+
 def measure_cpu(datasets, data_dir, out_csv, *, alpha=0.8, lam=0.4, ensemble_size=20) -> pd.DataFrame:
     """CPU seconds (``time.process_time``) of one fit on the paper's run-1 ensemble of each authors' pool.
 
@@ -92,10 +101,7 @@ def measure_cpu(datasets, data_dir, out_csv, *, alpha=0.8, lam=0.4, ensemble_siz
         rows.append({"dataset": PAPER_NAMES.get(name.lower(), name), "n": members.shape[0], "cpu_s": cpu, "wall_s": wall, "n_iter": d["n_iter"],
                      "dtype": d["dtype"], "gemm_cost_ratio": d["gemm_cost_ratio"], "ari_run1": ari(y, labels)})
         print(rows[-1], flush=True)
-        frame = pd.DataFrame([rows[-1]])
-        out = Path(out_csv)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        frame.to_csv(out, mode="a", header=not out.exists(), index=False, float_format="%.5g")
+        _append_row(out_csv, rows[-1])
     return pd.DataFrame(rows)
 
 
@@ -162,9 +168,7 @@ def measure_floor(datasets, data_dir, out_csv, paper_csv, *, alpha=0.8, lam=0.4,
         row["floor_over_goal"] = row["floor_s"] / row["goal_20x_s"]
         rows.append(row)
         print(row, flush=True)
-        out = Path(out_csv)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        pd.DataFrame([row]).to_csv(out, mode="a", header=not out.exists(), index=False, float_format="%.5g")
+        _append_row(out_csv, row)
     return pd.DataFrame(rows)
 
 
@@ -179,7 +183,7 @@ def floor_markdown(floor_csv) -> str:
                      f"{r['iteration_s']:.4g} | {r['n_iter']:.1f} | {r['floor_s']:.4g} | {r['paper_s']:.4g} | "
                      f"{r['goal_20x_s']:.3g} | {r['floor_over_goal']:.1f}x |")
     text = "\n".join(lines) + "\n"
-    Path(floor_csv).with_suffix(".md").write_text(text)
+    atomic_write_text(Path(floor_csv).with_suffix(".md"), text)
     return text
 
 
@@ -189,8 +193,6 @@ def table9(result_dirs, paper_csv, out_dir) -> pd.DataFrame:
     paper = paper[paper["method"] == "Proposed"][["dataset", "mean"]].rename(columns={"mean": "paper_s"})
     ours = collect_times(result_dirs)
     if ours.empty:
-        from ensclust.errors import UserError
-
         raise UserError(f"no finished '{FIXED_LABEL}' cells (cells.csv + timing.csv) in "
                         + ", ".join(map(str, result_dirs)))
     table = paper.merge(ours, on="dataset", how="left")
@@ -207,8 +209,8 @@ def table9(result_dirs, paper_csv, out_dir) -> pd.DataFrame:
     table["goal_20x_s"] = table["paper_s"] / 20
     table["goal_met_cpu"] = table["cpu_s"] <= table["goal_20x_s"]
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    table.to_csv(out / "table9_time.csv", index=False, float_format="%.4g")
+    atomic_write_text(out / "table9_time.csv", table.to_csv(index=False, float_format="%.4g"))
+
     def fmt(v, spec=".4g", suffix=""):
         return "" if pd.isna(v) else f"{v:{spec}}{suffix}"
 
@@ -220,7 +222,7 @@ def table9(result_dirs, paper_csv, out_dir) -> pd.DataFrame:
         lines.append(f"| {r['dataset']} | {r['paper_s']:.4g} | {fmt(r['cpu_s'])} | {fmt(r['speedup_cpu'], '.3g', 'x')} | "
                      f"{r['goal_20x_s']:.3g} | {met} | {fmt(r['ours_mean_s'])} | {fmt(r['ours_min_s'])} | "
                      f"{fmt(r['runs'], '.0f')} | {fmt(r['mean_iter'], '.1f')} |")
-    (out / "table9_time.md").write_text("\n".join(lines) + "\n")
+    atomic_write_text(out / "table9_time.md", "\n".join(lines) + "\n")
     return table
 
 
@@ -253,11 +255,11 @@ def table3_offsets(result_dir, paper_csv, out_dir=None) -> pd.DataFrame:
     table = pd.DataFrame(rows)
     if out_dir is not None:
         out = Path(out_dir)
-        table.to_csv(out / "table3_offsets.csv", index=False)
+        atomic_write_text(out / "table3_offsets.csv", table.to_csv(index=False))
         lines = ["| gamma1 | gamma2 | metric | kind | ours | paper |", "|---|---|---|---|---|---|"]
         for _, r in table.iterrows():
             lines.append(f"| {r['gamma1']:g} | {r['gamma2']:g} | {r['metric']} | {r['kind']} | {r['ours']:+.3f} | "
                          f"{r['paper']:+.3f} |")
-        (out / "table3_offsets.md").write_text("\n".join(lines) + "\n")
+        atomic_write_text(out / "table3_offsets.md", "\n".join(lines) + "\n")
     return table
 

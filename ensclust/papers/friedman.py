@@ -19,7 +19,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from ensclust.experiment.plots import save_png
 from ensclust.experiment.stats import FriedmanResult, friedman_nemenyi
+from ensclust.experiment.store import atomic_write_text
 
 
 def plot_ranks(result: FriedmanResult, path, title: str = "") -> None:
@@ -45,8 +47,7 @@ def plot_ranks(result: FriedmanResult, path, title: str = "") -> None:
                   f"N = {result.n_datasets}")
     ax.set_title(title or "Friedman test")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_png(fig, path, dpi=120)
 
 
 def scores_from_long(frame: pd.DataFrame, metric: str, *, column: str = "mean", methods=None,
@@ -67,17 +68,16 @@ def scores_from_long(frame: pd.DataFrame, metric: str, *, column: str = "mean", 
 
 def write_report(result: FriedmanResult, out_dir, stem: str, title: str = "") -> list[Path]:
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     table = result.table()
     csv_path, md_path, png_path = out / f"{stem}.csv", out / f"{stem}.md", out / f"{stem}.png"
-    table.to_csv(csv_path, index=False, lineterminator="\n", float_format="%.4f")
+    atomic_write_text(csv_path, table.to_csv(index=False, lineterminator="\n", float_format="%.4f"))
     lines = [f"# {title or stem}", "", result.summary(), "", "| method | average rank | diff to best | "
              "significantly worse than best |", "|---|---|---|---|"]
     for _, r in table.iterrows():
         lines.append(f"| {r['method']} | {r['average_rank']:.3f} | {r['diff_to_best']:.3f} | "
                      f"{'yes' if r['significantly_worse_than_best'] else 'no'} |")
     lines += ["", f"Data sets used: {', '.join(result.datasets)}", ""]
-    md_path.write_text("\n".join(lines))
+    atomic_write_text(md_path, "\n".join(lines))
     plot_ranks(result, png_path, title)
     return [csv_path, md_path, png_path]
 
