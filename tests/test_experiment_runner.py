@@ -515,6 +515,55 @@ def test_changed_inputs_recompute_the_stored_cells(tmp_path, monkeypatch):
     assert _INTERRUPT["count"] == 0
 
 
+def test_more_repetitions_run_only_the_new_ones(tmp_path, cache):
+    cfg = make_config("r", "test-interrupt")
+    root = run(cfg, tmp_path, cache)
+    first = pd.read_csv(root / "cells.csv")
+    more = load_config_text(CONFIG.format(name="r", method="test-interrupt").replace("repetitions: 3",
+                                                                                      "repetitions: 5"), "r.yaml")
+    _INTERRUPT.update(count=0, after=None)
+    run(more, tmp_path, cache)
+    assert _INTERRUPT["count"] == 2 * 2  # repetitions 3 and 4 of EAC on both data sets, nothing else
+    grown = pd.read_csv(root / "cells.csv")
+    key = ["dataset", "method", "rep"]
+    kept = first.merge(grown, on=key, suffixes=("", "_now"))
+    assert len(kept) == len(first) and (kept["labels_sha256"].fillna("") == kept["labels_sha256_now"].fillna("")).all()
+    assert len(grown) == len(first) + 2 * 2 * 2  # KM-best and EAC, two more repetitions, two data sets
+    recorded = json.loads((root / "inputs.json").read_text())
+    assert all(len(entry["draws"]) == 5 for entry in recorded.values())
+    # back to 3, then 5 again: the cells of repetitions 3-4 are still valid (their draw digests are kept)
+    run(cfg, tmp_path, cache)
+    _INTERRUPT.update(count=0)
+    run(more, tmp_path, cache)
+    assert _INTERRUPT["count"] == 0
+
+
+def test_a_folder_with_one_digest_per_data_set_keeps_its_cells(tmp_path, cache):
+    # folders recorded before per-draw digests hold one string per data set (all of the run's draws in one
+    # digest): their cells stay valid for the repetitions it covers
+    from ensclust.experiment.runner import _legacy_digests, prepare_dataset
+
+    cfg = make_config("l", "test-interrupt")
+    root = run(cfg, tmp_path, cache)
+    legacy = {}
+    for label in ("Blobs", "Iris"):
+        ctx = prepare_dataset(cfg, label, cache_dir=cache)
+        legacy[label] = _legacy_digests(ctx.X, ctx.y, ctx.members, ctx.draws, ctx.n_clusters)[-1]
+    (root / "inputs.json").write_text(json.dumps(legacy))
+    more = load_config_text(CONFIG.format(name="l", method="test-interrupt").replace("repetitions: 3",
+                                                                                      "repetitions: 4"), "l.yaml")
+    _INTERRUPT.update(count=0, after=None)
+    run(more, tmp_path, cache)
+    assert _INTERRUPT["count"] == 2  # repetition 3 on both data sets
+    assert all(isinstance(v, dict) for v in json.loads((root / "inputs.json").read_text()).values())
+    (root / "inputs.json").write_text(json.dumps({label: "0" * 64 for label in legacy}))  # another pool
+    more.methods.append(make_config("l", "eac-sl").methods[2])  # a new row, so the data sets are prepared
+    more.methods[-1].label = "EAC-SL"
+    _INTERRUPT.update(count=0)
+    run(more, tmp_path, cache)
+    assert _INTERRUPT["count"] == 2 * 4  # every EAC cell again
+
+
 def test_corrupt_inputs_record_is_one_line_user_error(tmp_path, cache):
     from ensclust.errors import UserError
 
@@ -527,30 +576,62 @@ def test_corrupt_inputs_record_is_one_line_user_error(tmp_path, cache):
     assert "\n" not in str(info.value)
 
 
-def test_inputs_digest_sees_every_input():
+def test_inputs_digests_see_every_input():
     from scipy import sparse
 
-    from ensclust.experiment.runner import inputs_digest
+    from ensclust.experiment.runner import inputs_digests
 
     rng = np.random.default_rng(0)
     X = rng.random((30, 4))
     y = rng.integers(0, 3, 30)
     members = rng.integers(0, 3, (30, 6)).astype(np.int32)
     draws = [np.arange(3), np.arange(3, 6)]
-    base = inputs_digest(X, y, members, draws, 3)
-    assert inputs_digest(X.copy(), y.copy(), members.copy(), [d.copy() for d in draws], 3) == base
+    base = inputs_digests(X, y, members, draws, 3)
+    assert inputs_digests(X.copy(), y.copy(), members.copy(), [d.copy() for d in draws], 3) == base
     changed_members = members.copy()
     changed_members[5, 2] = (changed_members[5, 2] + 1) % 3
     X2 = X.copy()
     X2[0, 0] = np.nextafter(X2[0, 0], 2.0)
-    variants = [inputs_digest(X2, y, members, draws, 3), inputs_digest(X, y[::-1], members, draws, 3),
-                inputs_digest(X, y, changed_members, draws, 3), inputs_digest(X, y, members, draws[::-1], 3),
-                inputs_digest(X, y, members, draws, 4), inputs_digest(None, y, members, draws, 3),
-                inputs_digest(X.astype(np.float32), y, members, draws, 3)]
-    assert len({base, *variants}) == len(variants) + 1
+    variants = [inputs_digests(X2, y, members, draws, 3), inputs_digests(X, y[::-1], members, draws, 3),
+                inputs_digests(X, y, changed_members, draws, 3), inputs_digests(X, y, members, draws, 4),
+                inputs_digests(None, y, members, draws, 3), inputs_digests(X.astype(np.float32), y, members, draws, 3)]
+    assert len({base["base"], *(v["base"] for v in variants)}) == len(variants) + 1
+    assert all(v["draws"] == base["draws"] for v in variants)
+    # each draw its own digest: swapping two draws swaps their digests, more draws keep the first ones
+    assert inputs_digests(X, y, members, draws[::-1], 3)["draws"] == base["draws"][::-1]
+    more = inputs_digests(X, y, members, draws + [np.arange(2, 5)], 3)
+    assert more["base"] == base["base"] and more["draws"][:2] == base["draws"] and len(set(more["draws"])) == 3
     S = sparse.random(30, 4, density=0.3, random_state=1, format="csr")
-    assert inputs_digest(S, y, members, draws, 3) == inputs_digest(S.tocsc(), y, members, draws, 3)
-    assert inputs_digest(S, y, members, draws, 3) != inputs_digest(S * 2, y, members, draws, 3)
+    assert inputs_digests(S, y, members, draws, 3) == inputs_digests(S.tocsc(), y, members, draws, 3)
+    assert inputs_digests(S, y, members, draws, 3) != inputs_digests(S * 2, y, members, draws, 3)
+
+
+def test_recorded_digests_vouch_per_repetition():
+    from ensclust.experiment.runner import _legacy_digests, inputs_digests, merged_record, still_valid
+
+    rng = np.random.default_rng(1)
+    X, y = rng.random((20, 3)), rng.integers(0, 2, 20)
+    members = rng.integers(0, 2, (20, 8)).astype(np.int32)
+    draws = [rng.permutation(8)[:4] for _ in range(4)]
+    now = inputs_digests(X, y, members, draws, 2)
+    old = inputs_digests(X, y, members, draws[:2], 2)  # recorded by a run with 2 repetitions
+    valid = still_valid(old, now)
+    assert [valid(r) for r in (-1, 0, 1, 2, 3)] == [True, True, True, False, False]
+    changed = inputs_digests(X, y, members, [draws[0], draws[2], draws[2], draws[3]], 2)
+    valid = still_valid(now, changed)  # only repetition 1's draw changed
+    assert [valid(r) for r in (-1, 0, 1, 2, 3)] == [True, True, False, True, True]
+    other = inputs_digests(X[::-1], y, members, draws, 2)
+    assert not any(still_valid(now, other)(r) for r in (-1, 0, 3))
+    assert still_valid(None, now)(3)
+    # a folder recorded before per-draw digests holds one digest over its R draws: valid for r < R
+    legacy = _legacy_digests(X, y, members, draws, 2)
+    assert len(set(legacy)) == 4
+    valid = still_valid(legacy[2], now, legacy=lambda: legacy)
+    assert [valid(r) for r in (-1, 0, 2, 3)] == [True, True, True, False]
+    assert not any(still_valid("0" * 64, now, legacy=lambda: legacy)(r) for r in (-1, 0))
+    # lowering the repetitions keeps the digests of the dropped ones (raising them again reuses their cells)
+    assert merged_record(now, old) == now and merged_record(now, other) == other
+    assert merged_record(legacy[3], old) == old
 
 
 def test_an_interrupted_forced_run_resumes_without_force(tmp_path, cache):

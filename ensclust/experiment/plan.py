@@ -6,7 +6,8 @@ a pool-level statistic), ``seed`` and ``fingerprint``. The fingerprint hashes ev
 determines the cell's result (the dataset, its preprocessing, its pool spec and the pool generator's code
 revision, the ensemble draws, the seed, the metrics, the method, its code revision and its parameters, the
 repetition), so a stored result is reused only while all of these are unchanged (the arrays themselves are
-checked by the runner's inputs digest).
+checked by the runner's inputs digests). The number of repetitions is not part of it: the r-th ensemble does
+not depend on how many are drawn (:mod:`ensclust.pools.draws`), so raising it keeps the finished repetitions.
 The store and the runner both plan through this module (neither imports the other for it).
 """
 
@@ -18,6 +19,11 @@ from ensclust.experiment.config import ExperimentConfig, canonical_json
 from ensclust.rng import derive_seed
 
 
+def _draw_spec(ensemble: dict) -> dict:
+    """The part of ``ensemble`` that decides a repetition's draw: all but the number of repetitions."""
+    return {k: v for k, v in ensemble.items() if k != "repetitions"}
+
+
 def plan_cells(config: ExperimentConfig) -> list[dict]:
     """Every cell of the experiment in a stable order (dataset, method, point, repetition)."""
     cells = []
@@ -25,7 +31,7 @@ def plan_cells(config: ExperimentConfig) -> list[dict]:
     for ds in config.datasets:
         ds_fp = canonical_json({"name": ds.name, "preprocess": ds.preprocess, "params": ds.params, "pool": ds.pool,
                                 "n_clusters": ds.n_clusters, "x_key": ds.x_key, "y_key": ds.y_key,
-                                "ensemble": config.ensemble, "seed": config.seed, "metrics": config.metrics,
+                                "ensemble": _draw_spec(config.ensemble), "seed": config.seed, "metrics": config.metrics,
                                 "nmi_average": config.nmi_average, "std_ddof": config.std_ddof})
         if ds.pool_revision:  # like a method's revision: counts from 1 on, so older cells keep their fingerprints
             ds_fp += f"\x1fpoolrev{ds.pool_revision}"

@@ -22,9 +22,11 @@ Pseudo-methods ``km-avg`` / ``km-best`` are base-clustering statistics (``ensclu
 members; ``scope: ensemble`` gives one cell per repetition with the mean / max over that ensemble's members.
 
 Reuse: a stored cell is reused while its fingerprint (``ensclust.experiment.plan``: the config's part) is
-unchanged and, for every data set this run prepares, while the digest of the arrays its cells are computed
-from (:func:`inputs_digest`, recorded per data set in ``inputs.json``) is unchanged; otherwise that data set's
-stored cells are computed again.
+unchanged and, for every data set this run prepares, while the digests of the arrays it is computed from
+(:func:`inputs_digests`, recorded per data set in ``inputs.json``: one of the features, truth, pool members and c,
+one per repetition's draw) are unchanged; otherwise the cell is computed again. Neither depends on the number of
+repetitions (the r-th draw does not, :mod:`ensclust.pools.draws`), so raising ``ensemble.repetitions`` runs only
+the new repetitions.
 """
 
 from __future__ import annotations
@@ -71,7 +73,7 @@ class DatasetContext:
     std_ddof: int
     memory: str = "rss"
     blas_threads: int = 1
-    inputs_sha256: str = ""  # inputs_digest of the arrays above
+    inputs: dict = field(default_factory=dict)  # inputs_digests of the arrays above
     #: result cache handed to the methods that take ``memory=`` (e.g. AWEC-H and AWEC-S share one solve per
     #: ensemble and parameter point); owned by this context, so it lives while the data set's cells run. A
     #: worker process receives the context without it and starts an empty one.
@@ -127,18 +129,11 @@ def prepare_dataset(config: ExperimentConfig, ds_label: str, data_dir=None, cach
     return DatasetContext(label=ds_label, X=X, y=y, n_clusters=int(n_clusters), members=members,
                           draws=draws, metrics=list(config.metrics),
                           nmi_average=config.nmi_average, std_ddof=config.std_ddof,
-                          inputs_sha256=inputs_digest(X, y, members, draws, int(n_clusters)))
+                          inputs=inputs_digests(X, y, members, draws, int(n_clusters)))
 
 
-def inputs_digest(X, y, members, draws, n_clusters: int) -> str:
-    """sha256 of everything a data set's cells are computed from: features, truth, pool members, draws, c.
-
-    A cell's fingerprint holds the config (the pool *spec*, the data set's name), not these arrays; the digest
-    is what notices that a data file, a preprocessing step, a pool generator or the draws now give other
-    inputs, so that the cells stored from the old ones are recomputed (``inputs.json``, :func:`run_experiment`).
-    """
-    h = hashlib.sha256(f"c={n_clusters}".encode())
-    parts = [("X", X), ("y", y), ("members", members)] + [(f"draw{i}", d) for i, d in enumerate(draws)]
+def _hash_arrays(h, parts) -> None:
+    """Feed (name, array) pairs into the sha256 ``h``: name, dtype, shape and bytes (sparse: canonical CSR)."""
     for name, arr in parts:
         if arr is None:
             continue
@@ -153,7 +148,72 @@ def inputs_digest(X, y, members, draws, n_clusters: int) -> str:
             piece = np.ascontiguousarray(piece)
             h.update(f"{name}:{piece.dtype.str}:{piece.shape}".encode())
             h.update(piece.tobytes())
-    return h.hexdigest()
+
+
+def _base_hash(X, y, members, n_clusters: int):
+    h = hashlib.sha256(f"c={n_clusters}".encode())
+    _hash_arrays(h, [("X", X), ("y", y), ("members", members)])
+    return h
+
+
+def inputs_digests(X, y, members, draws, n_clusters: int) -> dict:
+    """sha256 digests of everything a data set's cells are computed from: ``base`` of the features, truth, pool
+    members and c (all cells), ``draws`` one per repetition's draw (that repetition's cells).
+
+    A cell's fingerprint holds the config (the pool *spec*, the data set's name), not these arrays; the digests
+    are what notice that a data file, a preprocessing step, a pool generator or the draws now give other
+    inputs, so that the cells stored from the old ones are recomputed (``inputs.json``, :func:`run_experiment`).
+    Each draw has its own digest so that more repetitions leave the finished ones valid.
+    """
+    draw_digests = []
+    for d in draws:
+        h = hashlib.sha256()
+        _hash_arrays(h, [("draw", d)])
+        draw_digests.append(h.hexdigest())
+    return {"base": _base_hash(X, y, members, n_clusters).hexdigest(), "draws": draw_digests}
+
+
+def _legacy_digests(X, y, members, draws, n_clusters: int) -> list[str]:
+    """The one-string digests folders recorded before :func:`inputs_digests`, one per number of repetitions:
+    entry r - 1 hashes the inputs with the first r draws (the draws were hashed in order after the rest)."""
+    h = _base_hash(X, y, members, n_clusters)
+    out = []
+    for i, d in enumerate(draws):
+        _hash_arrays(h, [(f"draw{i}", d)])
+        out.append(h.hexdigest())
+    return out
+
+
+def still_valid(recorded, current: dict, legacy=None):
+    """Which stored cells of a data set the recorded digests still vouch for, given this run's: a function of the
+    repetition (-1: the pool-level cells) returning True where the cell's inputs are unchanged.
+
+    ``recorded``: the folder's entry for the data set (None: no record, everything stands; a dict of
+    :func:`inputs_digests`: the base digest and the repetition's own draw digest must agree; or a string recorded
+    before per-draw digests: valid up to the number of draws it covers, none when this run has fewer draws than
+    it covers, since it cannot be checked then); ``current``: this run's
+    :func:`inputs_digests`; ``legacy``: a callable returning :func:`_legacy_digests`, called only for a string.
+    """
+    if recorded is None:
+        return lambda rep: True
+    if isinstance(recorded, str):
+        prefixes = legacy() if legacy is not None else []
+        covered = next((r + 1 for r in range(len(prefixes) - 1, -1, -1) if prefixes[r] == recorded), 0)
+        return lambda rep: covered > 0 and rep < covered
+    if recorded.get("base") != current["base"]:
+        return lambda rep: False
+    old, new = recorded.get("draws", []), current["draws"]
+    return lambda rep: rep < 0 or (rep < min(len(old), len(new)) and old[rep] == new[rep])
+
+
+def merged_record(recorded, current: dict) -> dict:
+    """The entry to record after a run that left no stale cell: this run's digests, followed by the recorded
+    draw digests beyond its repetitions when the base agrees (cells of a run with more repetitions stay valid
+    when the count is lowered and raised again)."""
+    if isinstance(recorded, dict) and recorded.get("base") == current["base"]:
+        extra = list(recorded.get("draws", []))[len(current["draws"]):]
+        return {"base": current["base"], "draws": current["draws"] + extra}
+    return current
 
 
 # -- one cell (runs in a worker) --------------------------------------------------------------------------
@@ -395,13 +455,15 @@ def run_experiment(config: ExperimentConfig, *, results_root="results", jobs: in
     # stored cells are computed again; the new digest is recorded once none of them is left (an interrupted
     # run leaves the old digest, so the next run checks again). Data sets with nothing to compute are not
     # prepared and not checked; a folder without inputs.json takes the digest of its first preparation.
-    prepared_inputs: dict[str, str] = {}
+    prepared_inputs: dict[str, dict] = {}
     stale_left: dict[str, set] = {}
 
-    def stale_cells(label: str, digest: str) -> list[int]:
-        if recorded_inputs.get(label, digest) == digest:
-            return []
-        stale = [i for i, cell in enumerate(planned) if cell["dataset"] == label and i in done]
+    def stale_cells(ctx: DatasetContext) -> list[int]:
+        label = ctx.label
+        valid = still_valid(recorded_inputs.get(label), ctx.inputs, legacy=lambda: _legacy_digests(
+            ctx.X, ctx.y, ctx.members, ctx.draws, ctx.n_clusters))
+        stale = [i for i, cell in enumerate(planned) if cell["dataset"] == label and i in done
+                 and not valid(cell["rep"])]
         for i in stale:
             del done[i]
         stale_left[label] = set(stale)
@@ -409,7 +471,7 @@ def run_experiment(config: ExperimentConfig, *, results_root="results", jobs: in
             bar.total += len(stale)
             bar.refresh()
             tqdm.write(f"ensclust: warning: dataset '{label}': its inputs (data, pool or draws) differ from those "
-                       f"its {len(stale)} stored cells were computed on; computing them again", file=sys.stderr)
+                       f"{len(stale)} of its stored cells were computed on; computing them again", file=sys.stderr)
         return stale
 
     def tasks():
@@ -432,8 +494,8 @@ def run_experiment(config: ExperimentConfig, *, results_root="results", jobs: in
                     tqdm.write(f"ensclust: warning: dataset '{label}' skipped ({skipped} cells): {exc}",
                                file=sys.stderr)
                     continue
-                prepared_inputs[label] = ctx.inputs_sha256
-                for j in stale_cells(label, ctx.inputs_sha256):
+                prepared_inputs[label] = ctx.inputs
+                for j in stale_cells(ctx):
                     yield j, ctx, planned[j]
             yield i, contexts[label], cell
 
@@ -462,8 +524,8 @@ def run_experiment(config: ExperimentConfig, *, results_root="results", jobs: in
                     finish(i, record)
     finally:
         bar.close()
-        inputs = {**recorded_inputs, **{label: digest for label, digest in prepared_inputs.items()
-                                        if not stale_left.get(label)}}
+        inputs = {**recorded_inputs, **{label: merged_record(recorded_inputs.get(label), digests)
+                                        for label, digests in prepared_inputs.items() if not stale_left.get(label)}}
         if inputs != recorded_inputs:
             store.write_inputs(inputs)
         # Cells this run did not compute may have been finished meanwhile by another run of the same

@@ -131,6 +131,14 @@ def cell_filename(dataset: str, method: str, params_json: str, rep: int) -> str:
     return f"{slug(dataset)}__{slug(method)}__{digest}__{rep_part}.json"
 
 
+def _valid_inputs_entry(value) -> bool:
+    """An ``inputs.json`` entry: {"base": digest, "draws": [digest, ...]}, or one digest string (older folders)."""
+    if isinstance(value, str):
+        return True
+    return (isinstance(value, dict) and set(value) == {"base", "draws"} and isinstance(value["base"], str)
+            and isinstance(value["draws"], list) and all(isinstance(d, str) for d in value["draws"]))
+
+
 class ResultStore:
     """Reads and writes the files of one experiment folder."""
 
@@ -217,15 +225,16 @@ class ResultStore:
         else:
             path.unlink(missing_ok=True)
 
-    def read_inputs(self) -> dict[str, str]:
-        """``inputs.json``: data set label -> digest of the inputs its stored cells were computed on (see
-        :func:`ensclust.experiment.runner.inputs_digest`); empty when the folder has none yet."""
-        return self._read_state("inputs.json", dict, lambda v: isinstance(v, str),
+    def read_inputs(self) -> dict[str, dict | str]:
+        """``inputs.json``: data set label -> digests of the inputs its stored cells were computed on (see
+        :func:`ensclust.experiment.runner.inputs_digests`; a string in folders recorded before per-draw digests);
+        empty when the folder has none yet."""
+        return self._read_state("inputs.json", dict, _valid_inputs_entry,
                                 "a mapping of data set labels to digests",
                                 "delete it (the next run records the inputs again) or rerun the experiment with "
                                 "--force")
 
-    def write_inputs(self, inputs: dict[str, str]) -> None:
+    def write_inputs(self, inputs: dict) -> None:
         atomic_write_text(self.root / "inputs.json", json.dumps(dict(sorted(inputs.items())), indent=2) + "\n")
 
     # -- committed results (a clone has cells.csv but no cells/) ----------------------------------------
