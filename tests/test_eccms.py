@@ -366,6 +366,14 @@ def test_ecoli_first20(ecoli20, params, iters, scores, extra):
         assert C.sum() == pytest.approx(extra["sum"], abs=6e-7)
 
 
+def test_ecoli_first20_eac_alone(ecoli20):
+    # spec 8.2: "EAC alone: ARI 0.5653" - the authors' code's EAC (average link on the plain co-association
+    # matrix, maxclust cut) on the same ensemble; Table VI's EAC row builds on it (results/checks/eac_ecoli_s28)
+    members, gt = ecoli20
+    labels = get_method("eac-al").fit_predict(members, 8)
+    assert ari(gt, labels) == pytest.approx(0.5653, abs=6e-5)
+
+
 def test_ecoli_first20_laplacian_off_and_E_lock(ecoli20):
     members, gt = ecoli20
     members = check_members(members)
