@@ -285,6 +285,39 @@ def test_tuning_policies(tmp_path, cache):
     assert 0 not in partial.values and partial.n == rows[("LWEA-avg", "ari")].n - 1
 
 
+def test_a_row_tuned_by_another_takes_its_point(tmp_path, cache):
+    # the ablation-table reading: a row reports the grid point another row's oracle chose, not its own best
+    text = GRID.split("methods:")[0] + """methods:
+  - {name: lwea, label: LWEA, grid: {theta: [0.1, 0.4, 0.9]}}
+  - {name: lwgp, label: LWGP, grid: {theta: [0.1, 0.4, 0.9]}, tuned_by: LWEA}
+metrics: [ari, nmi]
+tune_metric: ari
+outputs: [csv]
+"""
+    cfg = load_config_text(text, "tb.yaml")
+    cells = ResultStore(run(cfg, tmp_path, cache)).load_cells()
+    rows = {(r.method, r.metric): r for r in summarize(cfg, cells)}
+    chosen = int(cells[cells["method"] == "LWEA"].groupby("point")["ari"].mean().idxmax())
+    lwgp = cells[cells["method"] == "LWGP"]
+    for metric in ("ari", "nmi"):
+        row = rows[("LWGP", metric)]
+        assert row.params == f"theta={[0.1, 0.4, 0.9][chosen]:g}"
+        assert row.policy == "oracle-best-mean of LWEA on ARI"
+        assert row.mean == pytest.approx(lwgp[lwgp["point"] == chosen][metric].mean())
+    # the config's own checks: the named row exists, tunes itself, and has the same grid
+    for bad, message in (("tuned_by: LWEAA}", "unknown row label 'LWEAA'"),
+                         ("tuned_by: LWGP}", "unknown row label 'LWGP'")):
+        with pytest.raises(UserError, match=message):
+            load_config_text(text.replace("tuned_by: LWEA}", bad), "tb.yaml")
+    with pytest.raises(UserError, match="tuned_by needs the grid of 'LWEA'"):
+        load_config_text(text.replace("grid: {theta: [0.1, 0.4, 0.9]}, tuned_by", "grid: {theta: [0.1, 0.9]}, tuned_by"),
+                         "tb.yaml")
+    with pytest.raises(UserError, match="tuned_by needs tuning oracle-best-mean"):
+        load_config_text(text.replace("tuned_by: LWEA}", "tuned_by: LWEA, tuning: oracle-per-repetition}"),
+                         "tb.yaml")
+    assert "tuned_by" not in json.loads(json.dumps(make_config().to_dict()))["methods"][0]
+
+
 def test_joblib_jobs_same_as_serial(tmp_path, cache):
     a = run(make_config(), tmp_path / "serial", cache)
     b = run(make_config(), tmp_path / "jobs", cache, jobs=2)

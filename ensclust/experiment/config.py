@@ -14,7 +14,9 @@ list of them). Optional keys added here (all with defaults, so paper configs nee
   (which paper row to match when the paper prints several rows of that method, e.g. fixed vs tuned),
   ``repetitions`` (run only the first r repetitions of this row, for a baseline too slow for all of them;
   its table cells then average r runs, the paired t-test uses the repetitions both rows have, and the
-  tables' caption says which rows ran fewer - put it in the label too, e.g. ``ECMC (3 runs)``).
+  tables' caption says which rows ran fewer - put it in the label too, e.g. ``ECMC (3 runs)``), ``tuned_by``
+  (the label of another row with the same grid: this row reports the point that row's oracle-best-mean chose,
+  e.g. ablation rows at the setting tuned for the full model).
 * tuning ``each``: every grid point becomes its own table row, labelled ``Label [a=0.1, b=2]``; ``average``:
   one row, the metric averaged over the grid points in every repetition (e.g. ACMK-GF over the v bases).
 """
@@ -51,7 +53,8 @@ from ensclust.pools.generate import generator_revision  # noqa: E402
 
 POOL_KEYS = tuple(sorted(_POOL_SPEC_KEYS))
 ENSEMBLE_KEYS = ("mode", "size", "repetitions", "seed")
-METHOD_KEYS = ("name", "label", "params", "grid", "tuning", "scope", "paper_method", "paper_param", "repetitions")
+METHOD_KEYS = ("name", "label", "params", "grid", "tuning", "scope", "paper_method", "paper_param", "repetitions",
+               "tuned_by")
 
 DEFAULT_POOL = {"source": "generate", "generator": "kmeans", "k": "c", "size": 100, "feature_ratio": None}
 DEFAULT_ENSEMBLE = {"mode": "random", "size": 20, "repetitions": 10, "seed": 1}
@@ -87,6 +90,7 @@ class MethodSpec:
     points: list = field(default_factory=list)  # expanded, validated parameter dicts
     repetitions: int | None = None  # None: all of the ensemble's repetitions
     revision: int = 0  # the method's code revision (ConsensusMethod.revision), part of the cell fingerprint
+    tuned_by: str | None = None  # label of the row whose oracle-best-mean point this row takes (same grid)
 
     @property
     def is_pseudo(self) -> bool:
@@ -121,6 +125,8 @@ class ExperimentConfig:
         for method in out["methods"]:
             if not method["revision"]:
                 del method["revision"]
+            if method["tuned_by"] is None:  # older experiment.json files have no such key
+                del method["tuned_by"]
         for dataset in out["datasets"]:
             if not dataset["pool_revision"]:
                 del dataset["pool_revision"]
@@ -284,6 +290,24 @@ def _validate_dataset(v: _Validator, entry, i: int, default_pool: dict, known: l
                        pool_revision=generator_revision(pool))
 
 
+def _grid_values(m: MethodSpec) -> list[tuple]:
+    return [tuple(point[k] for k in m.grid) for point in m.points]
+
+
+def _check_tuned_by(v, m: MethodSpec, methods: list, path: tuple) -> None:
+    """``tuned_by: LABEL``: the row reports the grid point LABEL's oracle-best-mean chose (e.g. the ablation rows
+    of a table at the setting tuned for the full model), so both rows need the same grid, in the same order."""
+    labels = [x.label for x in methods if x.label != m.label]
+    ref = next((x for x in methods if x.label == m.tuned_by and x is not m), None)
+    if ref is None:
+        raise unknown_name_error("row label", m.tuned_by, labels or ["(no other row)"], v.where(path))
+    if m.tuning != "oracle-best-mean" or ref.tuning != "oracle-best-mean" or ref.tuned_by is not None:
+        raise v.err(path, f"tuned_by needs tuning oracle-best-mean on this row and on '{ref.label}' (which must "
+                    "choose its own point)")
+    if list(m.grid) != list(ref.grid) or _grid_values(m) != _grid_values(ref):
+        raise v.err(path, f"tuned_by needs the grid of '{ref.label}' (the same parameters and values, in order)")
+
+
 def _validate_method(v: _Validator, entry, i: int) -> MethodSpec:
     from ensclust.methods import get_method_class, is_plugin_spec, method_names
 
@@ -348,6 +372,7 @@ def _validate_method(v: _Validator, entry, i: int) -> MethodSpec:
                       points=points,
                       repetitions=(None if entry.get("repetitions") is None
                                    else v.integer(entry["repetitions"], path + ("repetitions",), low=1)),
+                      tuned_by=v.string(entry.get("tuned_by"), path + ("tuned_by",), allow_none=True),
                       revision=0 if key in PSEUDO_METHODS else int(cls.revision))
 
 
@@ -443,6 +468,9 @@ def validate_config(doc: Located) -> ExperimentConfig:
             raise v.err(("methods", i, "label"), f"duplicate method label '{m.label}' (also methods[{seen[m.label]}]);"
                         " give each row its own label (use paper_method to match the paper's row name)")
         seen[m.label] = i
+    for i, m in enumerate(methods):
+        if m.tuned_by is not None:
+            _check_tuned_by(v, m, methods, ("methods", i, "tuned_by"))
 
     metrics = top.get("metrics", ["acc", "nmi", "ari"])
     if isinstance(metrics, str):

@@ -5,6 +5,8 @@
   ``tune_metric: per-metric`` each metric picks its own best point, as the AWEC paper does). Only points
   that finished the most repetitions compete (a point with failed repetitions is not compared on fewer
   runs); ties go to the first point in grid order.
+  With ``tuned_by: LABEL`` the row takes the point chosen for row LABEL (the same grid) instead of its own:
+  e.g. a paper's ablation rows at the setting tuned for its full model.
 * ``oracle-per-repetition``: in every repetition the point with the best ``tune_metric`` value (per metric
   with ``per-metric``); the row is the mean over repetitions of those values.
 * ``each``: every grid point is its own row, labelled ``Label [a=0.1, b=2]``.
@@ -91,7 +93,8 @@ def summarize(config: ExperimentConfig, cells: pd.DataFrame) -> list[Row]:
     for method in config.methods:
         for ds in config.datasets:
             sub = groups.get((ds.label, method.label), empty)
-            rows.extend(_method_rows(config, method, ds.label, sub, reps))
+            chooser = None if method.tuned_by is None else groups.get((ds.label, method.tuned_by), empty)
+            rows.extend(_method_rows(config, method, ds.label, sub, reps, chooser))
     return rows
 
 
@@ -101,7 +104,10 @@ def _incomplete_grid(considered: int, total: int) -> str:
     return "" if considered >= total else f"; grid incomplete: chosen among {considered} of {total} points"
 
 
-def _method_rows(config: ExperimentConfig, method: MethodSpec, dataset: str, sub: pd.DataFrame, reps: int):
+def _method_rows(config: ExperimentConfig, method: MethodSpec, dataset: str, sub: pd.DataFrame, reps: int,
+                 chooser: pd.DataFrame | None = None):
+    """The rows of one method on one data set; ``chooser``: the cells of the ``tuned_by`` row, whose values of the
+    tune metric choose the point (None: this row's own)."""
     ddof = config.std_ddof
     grid_keys = list(method.grid)
     if method.is_pseudo:
@@ -162,9 +168,13 @@ def _method_rows(config: ExperimentConfig, method: MethodSpec, dataset: str, sub
         tune = config.tune_metric
         if tune == "per-metric":  # a fit metric (e.g. a matrix norm) is no score: read it where labels tune
             tune = metric if metric not in FIT_METRICS else label_metrics(config.metrics)[0]
-        tune_vals = per_metric.get(tune) or _point_values(sub, tune)
+        if chooser is not None:
+            tune_vals = _point_values(chooser, tune)
+            policy = f"{method.tuning} of {method.tuned_by} on {tune.upper()}"
+        else:
+            tune_vals = per_metric.get(tune) or _point_values(sub, tune)
+            policy = f"{method.tuning} on {tune.upper()}"
         target = per_metric[metric]
-        policy = f"{method.tuning} on {tune.upper()}"
         if method.tuning == "oracle-best-mean":
             counts = {p: len(v) for p, v in tune_vals.items()}
             if not counts:
