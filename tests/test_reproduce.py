@@ -750,3 +750,30 @@ def test_an_imported_pool_is_read_by_its_file_not_by_generator_defaults():
     assert _pool_reading({**a, "file": "pools/y.mat"}) != _pool_reading(a)
     generated = {"source": "generate", "generator": "kmeans", "k": [2, "sqrt"], "size": 100}
     assert _pool_reading(generated) != _pool_reading({**generated, "k": "c"})
+
+
+def test_a_grid_row_of_the_same_computation_brackets_under_another_label(monkeypatch):
+    """A table's row and a sensitivity grid's row are the same computation when they run the same registry method
+    with the same fixed parameters (the grid varies the rest), whatever their labels: EC-CMS Table VII's "PTA" row
+    and the "PTA-AL" row of the grid over PTA's K. Another method or other fixed parameters are not."""
+    from ensclust.experiment.config import load_config_text
+    from ensclust.papers import assemble
+
+    head = ("name: {name}\ndatasets:\n  - {{name: iris}}\npool: {{generator: kmeans, k: c, size: 20}}\n"
+            "ensemble: {{mode: random, size: 5, repetitions: 2, seed: 1}}\nmetrics: [ari]\nmethods:\n")
+    configs = {
+        "main": load_config_text(head.format(name="main") + (
+            "  - {name: pta-al, label: PTA}\n"
+            "  - {name: eccms, label: Proposed, params: {alpha: 0.8, lambda: 0.4, ca: eac}}\n"), "main.yaml"),
+        "grid": load_config_text(head.format(name="grid") + (
+            "  - {name: pta-al, label: PTA-AL, grid: {K: [7, 20]}}\n"
+            "  - {name: ptgp, label: PTGP, grid: {K: [7, 20]}}\n"
+            "  - {name: eccms, label: On PTA, params: {ca: pta}, grid: {alpha: [0.7, 0.8]}}\n"
+            "  - {name: eccms, label: On EAC, params: {ca: eac}, grid: {alpha: [0.7, 0.8], lambda: [0.1, 0.4]}}\n"),
+            "grid.yaml"),
+    }
+    monkeypatch.setattr(assemble, "load_experiment",
+                        lambda root, name, cache=None: (configs[name], None, None, None) if name in configs else None)
+    assert assemble._same_computation("r", "main", "PTA", "grid", None) == {"PTA-AL"}
+    assert assemble._same_computation("r", "main", "Proposed", "grid", None) == {"On EAC"}
+    assert assemble._same_computation("r", "main", "PTA", "missing", None) == set()

@@ -296,6 +296,21 @@ def _averaged_row(results_root, config: str, labels, cache: dict | None) -> bool
                for label in labels)
 
 
+def _same_computation(results_root, source: str, label: str, config: str, cache: dict | None) -> set:
+    """Labels of the grid rows of ``config`` that compute what row ``label`` of ``source`` computes, up to the
+    parameters they vary: the same registry method with the same fixed parameters (e.g. EC-CMS Table VII's "PTA"
+    row and the "PTA-AL" row of a grid over PTA's K and T). Empty when either config has no results."""
+    loaded = [load_experiment(results_root, c, cache) if c else None for c in (source, config)]
+    if loaded[0] is None or loaded[1] is None:
+        return set()
+    spec = _method_spec(loaded[0][0], label)
+    if spec is None or spec.is_pseudo:
+        return set()
+    return {m.label for m in loaded[1][0].methods
+            if m.name == spec.name and m.grid and not m.is_pseudo
+            and m.params == {k: v for k, v in spec.params.items() if k not in m.grid}}
+
+
 def attribute_to_setting(manifest: Manifest, frames: dict[str, pd.DataFrame], results_root="results",
                          cache: dict | None = None) -> None:
     """Put down to the parameter setting the deviations that our own grid brackets.
@@ -303,7 +318,8 @@ def attribute_to_setting(manifest: Manifest, frames: dict[str, pd.DataFrame], re
     For an open deviation (:func:`_open_deviations`: compared, no cause yet, outside tolerance or more than
     :data:`DEVIATION` off) the grid of the row in the cell's source
     config, then in each of the table's own and the manifest's ``sensitivity`` configs (same data set label; row
-    label = ours or the paper's), gives the mean of the metric at every parameter point. When at least two points were run and the
+    label = ours or the paper's, or a grid row of the same computation: :func:`_same_computation`), gives the mean
+    of the metric at every parameter point. When at least two points were run and the
     paper's value lies in [lowest mean - tolerance, highest mean + tolerance], the deviation is one of setting:
     some point of our grid comes as close to the paper's number as its tolerance allows or brackets it, so the
     paper's unstated (or differently selected) setting explains it (``cause_kind = "setting"``). Otherwise the
@@ -330,8 +346,9 @@ def attribute_to_setting(manifest: Manifest, frames: dict[str, pd.DataFrame], re
                 means = point_means.get(config)
                 if means is None or metric not in means:
                     continue
-                points = means[(means["dataset"] == row["ours_dataset"])
-                               & means["method"].isin([row["ours_label"], row["method"]])]
+                labels = {row["ours_label"], row["method"],
+                          *_same_computation(results_root, row["source"], row["ours_label"], config, cache)}
+                points = means[(means["dataset"] == row["ours_dataset"]) & means["method"].isin(labels)]
                 grid = points[metric].dropna()
                 if len(grid) < 2:
                     continue
