@@ -339,15 +339,15 @@ def attribute_to_setting(manifest: Manifest, frames: dict[str, pd.DataFrame], re
                 if config != row["source"] and \
                         _data_reading(results_root, config, row["ours_dataset"], cache) != reading:
                     continue  # another reading of the data set (preprocessing, pool): its grid says nothing here
-                if _averaged_row(results_root, config, (row["ours_label"], row["method"]), cache):
+                labels = {row["ours_label"], row["method"],
+                          *_same_computation(results_root, row["source"], row["ours_label"], config, cache)}
+                if _averaged_row(results_root, config, labels, cache):
                     continue  # the row averages over its grid: the points are its parts, not other settings
                 if config and config not in point_means:
                     point_means[config] = _point_means(results_root, config, cache)
                 means = point_means.get(config)
                 if means is None or metric not in means:
                     continue
-                labels = {row["ours_label"], row["method"],
-                          *_same_computation(results_root, row["source"], row["ours_label"], config, cache)}
                 points = means[(means["dataset"] == row["ours_dataset"]) & means["method"].isin(labels)]
                 grid = points[metric].dropna()
                 if len(grid) < 2:
